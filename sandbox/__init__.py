@@ -1,0 +1,1 @@
+"""Fail-closed executor for untrusted, model-written tool code. Imports nothing from smith."""

@@ -1,0 +1,78 @@
+"""Hydra composition for train.py / eval.py with one-line errors instead of deep stack traces.
+
+We use Hydra's compose API (not @hydra.main) so that the run directory is computed once, no
+`outputs/` folder appears behind the user's back, and every failure is one readable line.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+
+
+class ConfigError(ValueError):
+    """A bad recipe name or override; the message is the whole story."""
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (RECIPES / group).glob("*.yaml"))
+
+
+def _check_group(overrides: list[str], group: str) -> None:
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key.lstrip("+~") == group and value and value not in options(group):
+            raise ConfigError(f"{group} '{value}' not found; known: {', '.join(options(group))}")
+
+
+def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = ()) -> DictConfig:
+    """Compose `recipes/<config_name>.yaml` with command-line style overrides."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    for group in groups:
+        _check_group(overrides, group)
+    try:
+        with initialize_config_dir(config_dir=str(RECIPES), version_base="1.3"):
+            cfg = hydra_compose(config_name=config_name, overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as e:
+        first = str(e).strip().splitlines()[0]
+        raise ConfigError(f"bad override in {' '.join(overrides) or '(none)'}: {first}") from None
+    return cfg
+
+
+def parse_argv(argv: list[str]) -> tuple[bool, list[str]]:
+    """Split `--cfg job` (print the resolved config) from Hydra overrides."""
+    show, rest, i = False, [], 0
+    while i < len(argv):
+        if argv[i] == "--cfg":
+            show, i = True, i + 2
+            continue
+        if argv[i].startswith("--cfg="):
+            show, i = True, i + 1
+            continue
+        if argv[i] in ("-h", "--help"):
+            raise ConfigError("usage: KEY=VALUE overrides (recipe=NAME, max_steps=N, ...); --cfg job prints the config")
+        rest.append(argv[i])
+        i += 1
+    return show, rest
+
+
+def main_entry(config_name: str, groups: tuple[str, ...], run) -> None:  # noqa: ANN001
+    """Shared body of train.py and eval.py: compose, optionally print, run; errors as one line."""
+    try:
+        show, overrides = parse_argv(sys.argv[1:])
+        cfg = compose(config_name, overrides, groups)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if show:
+        print(OmegaConf.to_yaml(cfg, resolve=True))
+        return
+    run(cfg)

@@ -1,0 +1,22 @@
+"""Shared fixtures: the tiny local model is built once per test session (seconds, no network)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from smith.models.tiny import build_tiny_model
+
+    path, _ = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+    return path
