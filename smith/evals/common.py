@@ -58,7 +58,7 @@ class EpisodeLog:
             f.flush()
             os.fsync(f.fileno())
 
-    def __iter__(self):  # noqa: ANN204
+    def __iter__(self):
         return iter(self.rows.values())
 
     def __len__(self) -> int:

@@ -47,7 +47,7 @@ def _corpus(seed: int, n: int = 300) -> list[str]:
     return texts
 
 
-def _tokenizer(seed: int, vocab_size: int):  # noqa: ANN202
+def _tokenizer(seed: int, vocab_size: int):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
     from trl.chat_template_utils import qwen3_instruct_2507_chat_template
