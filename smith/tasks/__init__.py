@@ -1,1 +1,8 @@
-"""smith.tasks."""
+"""smith.tasks: the reasoning-gym catalog (seen/unseen categories, easy/hard bands), seeded cached
+items, and guarded scoring (DESIGN.md section 5)."""
+
+from smith.tasks.catalog import BANDS, GROUPS, Catalog, Category, load_catalog
+from smith.tasks.items import Item, items
+from smith.tasks.scoring import score
+
+__all__ = ["BANDS", "GROUPS", "Catalog", "Category", "Item", "items", "load_catalog", "score"]
