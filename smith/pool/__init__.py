@@ -1,1 +1,5 @@
-"""smith.pool."""
+"""The tool pool: admission, eviction, distractors, retrieval, persistence and export."""
+
+from smith.pool.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, function_schema, resolve_pool_path
+
+__all__ = ["POOL_FILE", "PoolEntry", "PoolFileError", "ToolPool", "function_schema", "resolve_pool_path"]

@@ -1,1 +1,37 @@
-"""smith.train."""
+"""smith.train: the SMITH trainer (DAPO on TRL) and `run(cfg)`, the body of train.py."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+
+def resolve_run_dir(cfg: DictConfig) -> Path:
+    """The run directory, computed once on rank 0 and broadcast, so ranks never race on timestamps."""
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    state = PartialState()
+    if cfg.resume:
+        path = str(cfg.resume)
+    elif cfg.output_dir:
+        path = str(cfg.output_dir)
+    else:
+        path = f"checkpoints/{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if state.num_processes > 1:
+        box = [path]
+        broadcast_object_list(box, from_process=0)
+        path = box[0]
+    run_dir = Path(path)
+    if cfg.resume and not run_dir.is_dir():
+        raise SystemExit(f"error: resume={run_dir} is not a run directory")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def run(cfg: DictConfig) -> Path:
+    from smith.train.run import train
+
+    return train(cfg, resolve_run_dir(cfg))

@@ -1,0 +1,207 @@
+"""The SMITH tool pool: tools with r_eval > 0 are admitted under their category and feed use tasks.
+
+Paper, "Use-task correctness": "Any tool with r_eval > 0 is pushed into a shared Tool Pool for reuse by
+future use-task rollouts." Reference code: at most 20 tools per category, lowest quality evicted.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import random
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+POOL_FILE = "tool_pool.json"
+FORMAT_VERSION = 1
+
+
+def function_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The function part of an OpenAI tool schema, whether given wrapped ({"type": "function", ...}) or bare."""
+    return schema.get("function", schema) if isinstance(schema, dict) else {}
+
+
+def normalise_code(code: str) -> str:
+    """Code identity for de-duplication: the AST (formatting, comments and docstrings do not count)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return " ".join(code.split())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False)
+
+
+@dataclass
+class PoolEntry:
+    category: str
+    code: str
+    schema: dict[str, Any]  # the function schema: {"name", "description", "parameters"}
+    function_name: str
+    r_eval: float
+    r_judge: float | None = None
+    step: int = 0
+    source_run: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.schema = function_schema(self.schema)
+
+    @property
+    def quality(self) -> tuple[float, float, int]:
+        """Eviction order: evaluation reward first, judge second, newer wins ties."""
+        return (self.r_eval, self.r_judge if self.r_judge is not None else 0.0, self.step)
+
+    @property
+    def description(self) -> str:
+        return str(self.schema.get("description", ""))
+
+    def openai_tool(self, name: str | None = None) -> dict[str, Any]:
+        """The OpenAI `tools` entry, optionally under another callable name (use episodes rename tools)."""
+        fn = dict(self.schema)
+        fn["name"] = name or self.function_name
+        fn.setdefault("parameters", {"type": "object", "properties": {}})
+        return {"type": "function", "function": fn}
+
+    def document(self) -> str:
+        """Text a retriever indexes: name, description and parameter descriptions."""
+        params = self.schema.get("parameters", {}).get("properties", {})
+        parts = [self.function_name, self.description]
+        parts += [f"{k}: {v.get('description', '')}" for k, v in params.items() if isinstance(v, dict)]
+        return " ".join(p for p in parts if p)
+
+
+class PoolFileError(ValueError):
+    """A pool file that cannot be read; never silently treated as an empty pool."""
+
+
+class ToolPool:
+    """Per-category tool store with capped, quality-ordered admission and atomic persistence."""
+
+    def __init__(self, cap_per_category: int = 20, groups: dict[str, str] | None = None) -> None:
+        if cap_per_category < 1:
+            raise ValueError(f"cap_per_category must be >= 1, got {cap_per_category}")
+        self.cap = cap_per_category
+        self.groups = dict(groups or {})  # category -> group, so distractors can come from other groups
+        self._by_cat: dict[str, list[PoolEntry]] = {}
+
+    # -- admission ---------------------------------------------------------------------------------
+    def admit(self, entry: PoolEntry) -> bool:
+        """Admit a tool with r_eval > 0; keeps the better of two identical (normalised) codes, evicts the worst."""
+        if not entry.r_eval > 0:
+            return False
+        entries = self._by_cat.setdefault(entry.category, [])
+        key = normalise_code(entry.code)
+        for i, old in enumerate(entries):
+            if normalise_code(old.code) == key:
+                if entry.quality > old.quality:
+                    entries[i] = entry
+                    return True
+                return False
+        entries.append(entry)
+        entries.sort(key=lambda e: e.quality, reverse=True)
+        if len(entries) > self.cap:
+            evicted = entries.pop()
+            return evicted is not entry
+        return True
+
+    # -- queries -----------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_cat.values())
+
+    def __iter__(self) -> Iterator[PoolEntry]:
+        for cat in sorted(self._by_cat):
+            yield from self._by_cat[cat]
+
+    def categories(self) -> list[str]:
+        return sorted(c for c, v in self._by_cat.items() if v)
+
+    def sizes(self) -> dict[str, int]:
+        return {c: len(self._by_cat[c]) for c in self.categories()}
+
+    def entries(self, category: str) -> list[PoolEntry]:
+        return list(self._by_cat.get(category, []))
+
+    def matching(self, category: str, rng: random.Random | None = None) -> PoolEntry | None:
+        """The category's best tool, or (with an rng) a quality-weighted draw so use tasks see variety."""
+        entries = self._by_cat.get(category)
+        if not entries:
+            return None
+        if rng is None:
+            return entries[0]
+        weights = [max(e.r_eval, 1e-6) for e in entries]
+        return rng.choices(entries, weights=weights, k=1)[0]
+
+    def distractors(self, category: str, k: int, rng: random.Random) -> list[PoolEntry]:
+        """k tools from other categories (other groups first: "distractor tools from unrelated categories")."""
+        group = self.groups.get(category)
+        others = [c for c in self.categories() if c != category]
+        far = [c for c in others if group is None or self.groups.get(c) != group]
+        near = [c for c in others if c not in far]
+        rng.shuffle(far)
+        rng.shuffle(near)
+        chosen = (far + near)[:k]
+        return [rng.choice(self._by_cat[c]) for c in chosen]
+
+    # -- persistence -------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "cap_per_category": self.cap,
+            "groups": self.groups,
+            "entries": [asdict(e) for e in self],
+        }
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Atomic: write a temporary file in the same directory, fsync, then rename over the target."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / POOL_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with tmp.open("w") as f:
+            json.dump(self.to_json(), f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> ToolPool:
+        """Load a pool file, or the pool of a run / checkpoint directory (its latest checkpoint's pool)."""
+        path = resolve_pool_path(path)
+        try:
+            data = json.loads(path.read_text())
+            pool = cls(cap_per_category=int(data["cap_per_category"]), groups=data.get("groups"))
+            for raw in data["entries"]:
+                pool._by_cat.setdefault(raw["category"], []).append(PoolEntry(**raw))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise PoolFileError(f"tool pool file {path} is corrupt or not a smith pool ({e}); not loading it") from None
+        for entries in pool._by_cat.values():
+            entries.sort(key=lambda e: e.quality, reverse=True)
+        return pool
+
+
+def resolve_pool_path(path: str | os.PathLike) -> Path:
+    """A pool file, a checkpoint directory holding one, or a run directory (newest checkpoint with a pool)."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    if (path / POOL_FILE).is_file():
+        return path / POOL_FILE
+    if path.is_dir():
+        candidates = sorted(path.glob(f"checkpoint-*/{POOL_FILE}"), key=lambda p: int(p.parent.name.split("-")[-1]))
+        if candidates:
+            return candidates[-1]
+    raise FileNotFoundError(f"no tool pool at {path} (expected a {POOL_FILE} file, or a run/checkpoint directory)")

@@ -1,0 +1,337 @@
+"""Build and use episodes -> token ids, sampled-token logprobs, loss masks and every reward axis.
+
+Paper, "Task 1 Build" / "Task 2 Use"; DESIGN.md section 2. One `Rollout` runs a batch of episodes:
+build completions are generated first, their sandbox grading is submitted to a thread pool, and the
+use episodes are generated while it runs ("grading runs concurrently with generation").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from smith.models.base import SamplingParams, parse_tool_calls
+from smith.pool import PoolEntry, ToolPool
+from smith.rewards import efficiency  # noqa: F401  (re-exported for callers that tune eta)
+from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
+from smith.rewards.format import format_reward
+from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
+from smith.rewards.use import correctness_reward
+from smith.rollout.prompts import INNER_BUILD_DONE, build_messages, use_messages
+from smith.tasks import score
+from smith.toolspec import parse_response
+
+AXES = ("format", "evaluation", "judge", "use")
+NAN = float("nan")
+_TOOL_BLOCK = re.compile(r"<tool_call>.*?(</tool_call>|$)", re.S)
+
+
+@dataclass
+class Sample:
+    """One trajectory as the trainer needs it. `mask` is 0 on tool-output tokens (not trained on)."""
+
+    kind: str
+    category: str
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)
+    rewards: dict[str, float] = field(default_factory=lambda: dict.fromkeys(AXES, NAN))
+    truncated: bool = False
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def extend(self, ids: Sequence[int], logprobs: Sequence[float] | None, trained: bool) -> None:
+        self.completion_ids += list(ids)
+        self.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
+        self.mask += [int(trained)] * len(ids)
+
+
+@dataclass
+class BuildTask:
+    category: str
+    examples: list[Any]  # easy-band items (question + answer shown)
+    heldout: list[Any]  # hard-band items (graded; never shown)
+
+
+@dataclass
+class UseTask:
+    category: str
+    examples: list[Any]  # for building a tool first when the pool has none
+    item: Any  # the target question (hard band)
+    heldout: list[Any] = field(default_factory=list)  # grading items for an inner build
+
+
+@dataclass
+class RolloutSettings:
+    max_completion_length: int = 1024
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_turns: int = 5
+    eta_mid: float = 0.7
+    eta_min: float = 0.3
+    n_distractors: int = 2
+    max_tool_output_chars: int = 2000
+    evaluator: str = "direct"  # direct | self | external
+    judge: str = "none"  # self | external | none
+    evaluator_max_turns: int = 2
+    judge_max_new_tokens: int = 256
+    step: int = 0
+    source_run: str = ""
+
+
+def continuation_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
+    """Tokens the chat template puts after an assistant turn's end-of-turn token when `messages` follow,
+    up to the next assistant header (TRL's `_get_tool_suffix_ids` idea; needs a prefix-preserving template)."""
+    base = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    a = tokenizer.apply_chat_template(base, tokenize=False)
+    b = tokenizer.apply_chat_template(base + messages, tokenize=False, add_generation_prompt=True)
+    if not b.startswith(a):
+        raise ValueError("the chat template is not prefix-preserving; multi-turn episodes need one")
+    eos = tokenizer.eos_token
+    tail = a[a.rindex(eos) + len(eos) :] if eos and eos in a else ""
+    return tokenizer(tail + b[len(a) :], add_special_tokens=False)["input_ids"]
+
+
+def final_answer(text: str) -> str:
+    """The answer in a final assistant turn: tool-call blocks and think blocks removed, `Answer:` honoured."""
+    text = _TOOL_BLOCK.sub("", re.sub(r"<think>.*?</think>", "", text, flags=re.S)).strip()
+    if "answer:" in text.lower():
+        text = re.split(r"(?i)answer:", text)[-1]
+    return text.strip().strip("`").strip()
+
+
+class Rollout:
+    """Runs SMITH episodes with a policy backend (must expose `render`, `continue_ids`, `tokenizer`)."""
+
+    def __init__(
+        self,
+        policy: Any,
+        sandbox: Any,
+        limits: Any,
+        pool: ToolPool,
+        settings: RolloutSettings,
+        evaluator: Any = None,
+        judge: Any = None,
+        workers: int = 4,
+        admit: Any = None,
+    ) -> None:
+        """`admit(entry) -> bool` defaults to `pool.admit`; the trainer stages admissions to share them
+        across ranks so every rank's pool stays identical."""
+        self.policy = policy
+        self.sandbox = sandbox
+        self.limits = limits
+        self.pool = pool
+        self.s = settings
+        self.evaluator = evaluator
+        self.judge = judge
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smith-grade")
+        # one model, several adapters: generation calls on it must not interleave across threads
+        self._model_lock = threading.Lock()
+        self._pool_lock = threading.Lock()
+        self.admit = admit or pool.admit
+        self.last_grading_wait = 0.0
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+    # -- the batch ---------------------------------------------------------------------------------
+    def run(self, build: Sequence[BuildTask], use: Sequence[UseTask], rng: random.Random) -> list[Sample]:
+        """Build samples first, then use samples, in input order; grading overlaps use generation."""
+        build_samples, grading = self._generate_builds(build)
+        use_samples = self._use_episodes(use, rng)
+        t0 = time.perf_counter()
+        for sample, fut in zip(build_samples, grading, strict=True):
+            sample.rewards.update(fut.result())
+        self.last_grading_wait = time.perf_counter() - t0
+        return build_samples + use_samples
+
+    # -- build ---------------------------------------------------------------------------------------
+    def _params(self, max_new_tokens: int) -> SamplingParams:
+        return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.s.temperature,
+                              top_p=self.s.top_p)
+
+    def _generate_builds(self, tasks: Sequence[BuildTask]) -> tuple[list[Sample], list[Future]]:
+        if not tasks:
+            return [], []
+        prompts = [self.policy.render(build_messages(t.examples)) for t in tasks]
+        with self._model_lock:
+            gens = self.policy.continue_ids(prompts, self._params(self.s.max_completion_length))
+        samples, futures = [], []
+        for t, p, g in zip(tasks, prompts, gens, strict=True):
+            s = Sample("build", t.category, list(p))
+            s.extend(g.completion_ids, g.logprobs, trained=True)
+            s.truncated = g.finish_reason == "length"
+            s.trace["response"] = g.text
+            samples.append(s)
+            futures.append(self._executor.submit(self.grade_build, t, g.text, s.trace))
+        return samples, futures
+
+    def grade_build(self, task: BuildTask, text: str, trace: dict[str, Any]) -> dict[str, float]:
+        """Format, evaluation and judge rewards of one build response; admits the tool when r_eval > 0."""
+        parsed = parse_response(text)
+        trace["parse"] = {"ok": parsed.ok, "reason": parsed.reason}
+        judge_na = NAN if self.s.judge == "none" else 0.0
+        if not parsed.ok:
+            # a malformed pair ends the episode with zero on every axis (the judge's -0.5 for a syntax error
+            # is the judge axis' own rule and is kept)
+            r_judge = judge_reward(parsed, None) if self.s.judge != "none" else NAN
+            return {"format": format_reward(parsed), "evaluation": 0.0,
+                    "judge": r_judge if parsed.reason == "syntax_error" else judge_na}
+        spec = parsed.spec if hasattr(parsed, "spec") else parsed
+        if self.s.evaluator == "direct":
+            ev = evaluate_direct(spec, task.heldout, self.sandbox, self.limits)
+        else:
+            with self._model_lock:
+                ev = evaluate_with_model(spec, task.heldout, self.evaluator, self.sandbox, limits=self.limits,
+                                         max_turns=self.s.evaluator_max_turns)
+        trace["evaluation"] = {"correct": ev.correct, "k": ev.k}
+        r_judge = NAN
+        if self.s.judge != "none":
+            with self._model_lock:
+                reply = self.judge.chat([judge_prompt(parsed)],
+                                        params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))[0].text
+            scores = parse_judge_reply(reply)
+            trace["judge"] = {"reply": reply[:500], "parsed": scores is not None}
+            r_judge = judge_reward(parsed, scores)
+        if ev.r_eval > 0:
+            entry = PoolEntry(task.category, parsed.code, parsed.schema, parsed.function_name, ev.r_eval,
+                              None if math.isnan(r_judge) else r_judge, self.s.step, self.s.source_run)
+            with self._pool_lock:
+                trace["admitted"] = self.admit(entry)
+        return {"format": format_reward(parsed), "evaluation": ev.r_eval, "judge": r_judge}
+
+    # -- use -----------------------------------------------------------------------------------------
+    def menu(self, category: str, rng: random.Random) -> list[tuple[str, PoolEntry]] | None:
+        """1 matching + n distractors, shuffled, each under a distinct callable name; None if no tool yet."""
+        with self._pool_lock:
+            match = self.pool.matching(category, rng)
+            if match is None:
+                return None
+            tools = [match, *self.pool.distractors(category, self.s.n_distractors, rng)]
+        rng.shuffle(tools)
+        return [(f"{e.function_name}_{i + 1}", e) for i, e in enumerate(tools)]
+
+    def _use_episodes(self, tasks: Sequence[UseTask], rng: random.Random) -> list[Sample]:
+        """Multi-turn use episodes, batched turn by turn. GRPO groups (same task object) share one menu."""
+        tok = self.policy.tokenizer
+        menus: dict[int, Any] = {}
+        samples: list[Sample] = []
+        states: list[dict[str, Any]] = []
+        inner: list[int] = []
+        for t in tasks:
+            if id(t) not in menus:
+                menus[id(t)] = self.menu(t.category, rng)
+            menu = menus[id(t)]
+            if menu is None:  # no pool tool yet: build one first, inside the episode
+                ids = self.policy.render(build_messages(t.examples))
+                inner.append(len(samples))
+                tools = None
+            else:
+                tools = [e.openai_tool(name) for name, e in menu]
+                ids = self.policy.render(use_messages(t.item.question), tools)
+            samples.append(Sample("use", t.category, list(ids)))
+            states.append({"task": t, "menu": dict(menu or []), "done": False, "turns": 0, "final": None,
+                           "calls": [], "tools": tools})
+        if inner:
+            self._inner_builds([samples[i] for i in inner], [states[i] for i in inner], rng)
+        for turn in range(self.s.max_turns):
+            active = [i for i, st in enumerate(states) if not st["done"]]
+            if not active:
+                break
+            room = [self.s.max_completion_length - len(samples[i].completion_ids) for i in active]
+            with self._model_lock:
+                gens = self.policy.continue_ids([samples[i].prompt_ids + samples[i].completion_ids for i in active],
+                                                self._params(min(room)))
+            pending = []
+            for i, g in zip(active, gens, strict=True):
+                s, st = samples[i], states[i]
+                s.extend(g.completion_ids, g.logprobs, trained=True)
+                st["turns"] += 1
+                if g.finish_reason == "length":
+                    s.truncated, st["done"] = True, True
+                    continue
+                parsed = parse_tool_calls(g.text)
+                if not parsed.calls and not parsed.errors:
+                    st["final"], st["done"] = g.text, True
+                    continue
+                if turn == self.s.max_turns - 1:
+                    st["done"] = True  # turn budget spent on a call: no final answer
+                    continue
+                pending.append((i, parsed))
+            outputs = list(self._executor.map(lambda ip: self._run_calls(states[ip[0]], ip[1]), pending))
+            for (i, _), outs in zip(pending, outputs, strict=True):
+                s = samples[i]
+                ids = continuation_ids(tok, [{"role": "tool", "content": o} for o in outs])
+                s.extend(ids, None, trained=False)
+                if len(s.completion_ids) >= self.s.max_completion_length:
+                    s.truncated, states[i]["done"] = True, True
+        for s, st in zip(samples, states, strict=True):
+            self._score_use(s, st)
+        return samples
+
+    def _inner_builds(self, samples: list[Sample], states: list[dict[str, Any]], rng: random.Random) -> None:
+        """The policy writes a tool from the 4 examples, then continues the same episode with it."""
+        with self._model_lock:
+            gens = self.policy.continue_ids([s.prompt_ids for s in samples], self._params(self.s.max_completion_length))
+        tok = self.policy.tokenizer
+        for s, st, g in zip(samples, states, gens, strict=True):
+            t = st["task"]
+            s.extend(g.completion_ids, g.logprobs, trained=True)
+            s.trace["inner_build"] = {"response": g.text}
+            build_rewards = self.grade_build(BuildTask(t.category, t.examples, t.heldout), g.text, s.trace)
+            s.rewards.update(build_rewards)
+            parsed = parse_response(g.text)
+            if g.finish_reason == "length" or not parsed.ok:
+                s.truncated = g.finish_reason == "length"
+                st["done"] = True
+                continue
+            own = PoolEntry(t.category, parsed.code, parsed.schema, parsed.function_name, 0.0)
+            with self._pool_lock:
+                others = self.pool.distractors(t.category, self.s.n_distractors, rng)
+            tools = [own, *others]
+            rng.shuffle(tools)
+            st["menu"] = {f"{e.function_name}_{i + 1}": e for i, e in enumerate(tools)}
+            name = next(n for n, e in st["menu"].items() if e is own)
+            listing = "\n".join(json.dumps(e.openai_tool(n)) for n, e in st["menu"].items())
+            msg = INNER_BUILD_DONE.format(name=name, question=t.item.question) + f"\n\n<tools>\n{listing}\n</tools>"
+            s.extend(continuation_ids(tok, [{"role": "user", "content": msg}]), None, trained=False)
+
+    def _run_calls(self, state: dict[str, Any], parsed: Any) -> list[str]:
+        """Execute one turn's tool calls in the sandbox; every failure becomes text for the model."""
+        outs = [f"error: {e}" for e in parsed.errors]
+        for call in parsed.calls:
+            entry = state["menu"].get(call.name)
+            record = {"name": call.name, "arguments": call.arguments}
+            if entry is None:
+                outs.append(f"error: unknown tool '{call.name}'; available: {', '.join(state['menu'])}")
+                record["status"] = "unknown_tool"
+            else:
+                r = self.sandbox.run(entry.code, entry.function_name, [call.arguments], limits=self.limits)[0]
+                record["status"] = r.status
+                if r.status == "ok":
+                    out = r.value if isinstance(r.value, str) else json.dumps(r.value)
+                    record["output"] = out
+                else:
+                    out = f"error: {r.status}: {r.error or ''}".strip()
+                outs.append(out[: self.s.max_tool_output_chars])
+                record["category"] = entry.category
+            state["calls"].append(record)
+        return outs
+
+    def _score_use(self, s: Sample, st: dict[str, Any]) -> None:
+        t = st["task"]
+        answer = final_answer(st["final"]) if st["final"] is not None else None
+        correct = answer is not None and score(t.category, answer, t.item) >= 1.0
+        s.rewards["use"] = correctness_reward(correct, st["turns"], self.s.max_turns, self.s.eta_mid,
+                                              self.s.eta_min)
+        s.trace.update({"answer": answer, "correct": correct, "turns": st["turns"], "calls": st["calls"],
+                        "tool_call_ok": sum(c.get("status") == "ok" for c in st["calls"]),
+                        "tool_calls": len(st["calls"])})

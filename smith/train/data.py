@@ -1,0 +1,60 @@
+"""The training prompt stream: rows alternate build / use so every batch splits exactly 1:1.
+
+Each row is a key ("build:17"); the rollout turns it into a task deterministically from the row index,
+so a resumed run (the Trainer skips consumed rows) replays exactly the tasks it would have seen.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from smith.rollout.episodes import BuildTask, UseTask
+from smith.tasks import items
+
+
+@dataclass
+class TaskSource:
+    """Seen categories with cached item banks per band; rows -> tasks."""
+
+    categories: list[str]
+    n_examples: int
+    k_heldout: int
+    seed: int
+    cache_dir: str | None
+    bank_size: int = 200
+    band_examples: str = "easy"
+    band_heldout: str = "hard"
+
+    def __post_init__(self) -> None:
+        self._banks: dict[tuple[str, str], list[Any]] = {}
+
+    def bank(self, category: str, band: str) -> list[Any]:
+        key = (category, band)
+        if key not in self._banks:
+            self._banks[key] = items(category, band, self.bank_size, seed=self.seed, cache_dir=self.cache_dir)
+        return self._banks[key]
+
+    def task(self, key: str) -> BuildTask | UseTask:
+        kind = key.partition(":")[0]
+        rng = random.Random(f"{self.seed}:{key}")
+        category = rng.choice(self.categories)
+        examples = rng.sample(self.bank(category, self.band_examples), self.n_examples)
+        hard = self.bank(category, self.band_heldout)
+        if kind == "build":
+            return BuildTask(category, examples, rng.sample(hard, self.k_heldout))
+        if kind == "use":
+            picked = rng.sample(hard, self.k_heldout + 1)
+            return UseTask(category, examples, picked[0], picked[1:])
+        raise ValueError(f"bad task key '{key}' (want build:N or use:N)")
+
+
+def prompt_rows(n_prompts: int, build_fraction: float = 0.5) -> list[dict[str, str]]:
+    """Interleaved keys; with an even prompts-per-step the sampler gives every batch half build, half use."""
+    if build_fraction != 0.5:
+        period = round(1 / build_fraction) if build_fraction > 0 else 0
+        kinds = ["build" if period and i % period == 0 else "use" for i in range(n_prompts)]
+    else:
+        kinds = ["build" if i % 2 == 0 else "use" for i in range(n_prompts)]
+    return [{"prompt": f"{k}:{i}"} for i, k in enumerate(kinds)]

@@ -1,0 +1,189 @@
+"""`python train.py recipe=...`: load the policy, wire the rollout to the trainer, train, resume, save.
+
+Reads top to bottom (DESIGN.md section 9): policy + adapters -> tasks, sandbox, pool -> rollout ->
+trainer -> train (or resume) -> pool saved. The step itself lives in SmithTrainer.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from smith.pool import ToolPool
+from smith.rollout.episodes import Rollout
+from smith.train.session import (
+    Session,
+    SmithCallback,
+    last_complete_checkpoint,
+    restore,
+    rollout_settings,
+    save_config,
+)
+from smith.train.trainer import AXIS_REWARDS, EVALUATOR_ADAPTER, SmithTrainer, sync_evaluator
+
+
+def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
+    """Base model + tokenizer, the LoRA policy adapter, and (when used) a frozen evaluator/judge copy."""
+    from accelerate import PartialState
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    name = str(cfg.model.name_or_path)
+    path = name
+    if name == "tiny":
+        from smith.models.tiny import build_tiny_model
+
+        with PartialState().main_process_first():
+            path = str(build_tiny_model(cfg.model.tiny_dir)[0])
+    dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    lora = LoraConfig(r=int(cfg.lora.r), lora_alpha=int(cfg.lora.alpha), lora_dropout=float(cfg.lora.dropout),
+                      target_modules=str(cfg.lora.target_modules), task_type="CAUSAL_LM")
+    model = get_peft_model(model, lora)
+    if cfg.evaluator.kind == "self" or cfg.judge.kind == "self":
+        model.add_adapter(EVALUATOR_ADAPTER, lora)
+        model.set_adapter("default")
+        sync_evaluator(model)  # the copy starts from the base checkpoint, like the policy (LoRA B = 0)
+        for n, p in model.named_parameters():
+            if f".{EVALUATOR_ADAPTER}." in n:
+                p.requires_grad_(False)
+    return model, tok, path
+
+
+def make_sandbox(cfg: DictConfig) -> tuple[Any, Any]:
+    from sandbox import Limits, Sandbox
+
+    limits = Limits(timeout_s=float(cfg.sandbox.timeout_s), memory_mb=int(cfg.sandbox.memory_mb))
+    if cfg.sandbox.url:
+        from sandbox import RemoteSandbox
+
+        return RemoteSandbox(str(cfg.sandbox.url)), limits
+    return Sandbox(isolation=str(cfg.sandbox.isolation), workers=int(cfg.sandbox.workers)), limits
+
+
+def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> Any:
+    from trl import GRPOConfig
+
+    d = cfg.dapo
+    completions = int(d.prompts_per_step) * int(d.num_generations)
+    per_device, rem = divmod(completions, num_processes * int(d.gradient_accumulation_steps))
+    if rem or per_device == 0:
+        raise SystemExit(
+            f"error: prompts_per_step x num_generations = {completions} must split evenly over "
+            f"{num_processes} processes x {d.gradient_accumulation_steps} accumulation steps"
+        )
+    if int(d.prompts_per_step) % 2 and cfg.build.fraction == 0.5:
+        raise SystemExit(f"error: dapo.prompts_per_step={d.prompts_per_step} must be even for a 1:1 build/use batch")
+    report = [] if cfg.logging.wandb == "disabled" else ["wandb"]
+    if report:
+        os.environ.setdefault("WANDB_MODE", str(cfg.logging.wandb))
+        os.environ.setdefault("WANDB_PROJECT", str(cfg.logging.project))
+    use_vllm = cfg.generation.backend == "vllm"
+    return GRPOConfig(
+        output_dir=str(run_dir),
+        max_steps=int(cfg.max_steps),
+        per_device_train_batch_size=per_device,
+        gradient_accumulation_steps=int(d.gradient_accumulation_steps),
+        num_generations=int(d.num_generations),
+        max_completion_length=int(d.max_completion_length),
+        temperature=float(d.temperature),
+        top_p=float(d.top_p),
+        beta=float(d.beta),
+        epsilon=float(d.epsilon),
+        epsilon_high=float(d.epsilon_high),
+        loss_type=str(d.loss_type),
+        mask_truncated_completions=bool(d.mask_truncated_completions),
+        learning_rate=float(d.learning_rate),
+        warmup_steps=int(d.warmup_steps),
+        lr_scheduler_type="constant_with_warmup",
+        reward_weights=[float(cfg.rewards.weights[f.__name__]) for f in AXIS_REWARDS],
+        multi_objective_aggregation="normalize_then_sum",
+        shuffle_dataset=False,  # rows alternate build/use; in order, every batch splits 1:1
+        save_strategy="steps",
+        save_steps=int(cfg.save_every),
+        logging_steps=1,
+        report_to=report,
+        seed=int(cfg.seed),
+        bf16=on_gpu and str(cfg.model.dtype) == "bfloat16",
+        use_cpu=not on_gpu,
+        use_vllm=use_vllm,
+        vllm_mode=str(cfg.generation.vllm_mode),
+        **({"vllm_server_base_url": str(cfg.generation.vllm_server_url)}
+           if use_vllm and cfg.generation.vllm_server_url else {}),
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+    )
+
+
+def external_backend(section: DictConfig) -> Any:
+    from smith.models import load_backend
+
+    if not section.base_url or not section.model_name:
+        raise SystemExit("error: an external evaluator/judge needs base_url and model_name in the recipe")
+    return load_backend(f"openai:{section.base_url}#{section.model_name}")
+
+
+def train(cfg: DictConfig, run_dir: Path) -> Path:
+    from accelerate import PartialState
+    from datasets import Dataset
+
+    from smith.models.hf import HFBackend
+    from smith.tasks import load_catalog
+    from smith.train.data import TaskSource, prompt_rows
+
+    state = PartialState()
+    on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
+    torch.manual_seed(int(cfg.seed))
+    model, tok, model_path = load_policy(cfg, on_gpu)
+    catalog = load_catalog(cfg.tasks.catalog)
+    seen = [c.name for c in catalog.seen]
+    source = TaskSource(seen, int(cfg.build.n_examples), int(cfg.build.k_heldout), int(cfg.tasks.seed),
+                        str(cfg.tasks.cache_dir), band_examples=str(cfg.build.band_examples),
+                        band_heldout=str(cfg.build.band_heldout))
+    pool = ToolPool(int(cfg.pool.cap_per_category), groups={c.name: c.group for c in catalog.categories})
+    policy = HFBackend(model, tok, name=model_path)
+    copy = policy.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
+    evaluator = {"self": copy, "direct": None}.get(str(cfg.evaluator.kind)) if cfg.evaluator.kind != "external" \
+        else external_backend(cfg.evaluator)
+    judge = {"self": copy, "none": None}.get(str(cfg.judge.kind)) if cfg.judge.kind != "external" \
+        else external_backend(cfg.judge)
+    n_rows = int(cfg.max_steps) * int(cfg.dapo.prompts_per_step) * int(cfg.dapo.gradient_accumulation_steps) * 2
+    dataset = Dataset.from_list(prompt_rows(n_rows, float(cfg.build.fraction)))
+    if state.is_main_process:
+        save_config(cfg, run_dir)
+    ckpt = last_complete_checkpoint(run_dir) if cfg.resume else None
+    if cfg.resume and ckpt is None:
+        print(f"no complete checkpoint in {run_dir}; starting from step 0")
+
+    with ExitStack() as stack:
+        sandbox, limits = make_sandbox(cfg)
+        stack.callback(sandbox.close)
+        rollout = Rollout(policy, sandbox, limits, pool, rollout_settings(cfg, run_dir), evaluator=evaluator,
+                          judge=judge, workers=max(2, int(cfg.sandbox.workers)))
+        stack.callback(rollout.close)
+        session = Session(cfg, run_dir, source, rollout, pool)
+        rollout.admit = session.stage
+        trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=grpo_args(cfg, run_dir, on_gpu,
+                               state.num_processes), train_dataset=dataset, processing_class=tok, smith=session,
+                               callbacks=[SmithCallback(session)])
+        if cfg.generation.backend == "vllm":
+            from smith.train.vllm_policy import TRLVLLMPolicy
+
+            rollout.policy = TRLVLLMPolicy(trainer, tok)
+        if ckpt is not None:
+            restore(session, model, ckpt)
+            print(f"resuming {run_dir} from {ckpt.name} (pool of {len(pool)} tools)")
+        trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+        if state.is_main_process:
+            pool.save(run_dir / "tool_pool.json")
+    if state.is_main_process:
+        print(f"smith: trained {cfg.name} for {trainer.state.global_step} steps; run directory: {run_dir} "
+              f"(adapter checkpoints, tool_pool.json with {len(pool)} tools, metrics.jsonl)")
+    return run_dir

@@ -1,0 +1,132 @@
+"""The SMITH trainer: TRL's GRPOTrainer (loss_type="dapo") with build/use rollouts, per-axis advantages,
+dynamic sampling, and a frozen evaluator/judge adapter re-synced to the policy every `sync_every` steps.
+
+DESIGN.md section 3: TRL gives DAPO, clip-higher, truncation masking, PEFT, vLLM and accelerate; smith
+adds `rollout_func` episodes, normalise-then-sum with a std floor per axis, dropped zero-signal groups,
+and the synced copy. Only `_calculate_rewards` and `_generate_and_score_completions` are overridden.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import Counter
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+
+from smith.rollout.episodes import AXES, Rollout
+from smith.train.advantages import per_axis_advantages
+
+EVALUATOR_ADAPTER = "evaluator"
+POLICY_ADAPTER = "default"
+
+
+def _axis_reward(axis: str) -> Any:
+    """TRL reward function for one axis: reads the value the rollout computed (NaN -> None: not applicable)."""
+
+    def reward(prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
+        return [None if v is None or math.isnan(v) else float(v) for v in kwargs[f"r_{axis}"]]
+
+    reward.__name__ = axis
+    return reward
+
+
+AXIS_REWARDS = [_axis_reward(a) for a in AXES]
+
+
+def sync_evaluator(model: Any) -> None:
+    """Copy the policy adapter into the frozen evaluator adapter (paper: periodic re-sync)."""
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, p in params.items():
+            if f".{POLICY_ADAPTER}." in name:
+                target = params.get(name.replace(f".{POLICY_ADAPTER}.", f".{EVALUATOR_ADAPTER}."))
+                if target is not None:
+                    target.copy_(p)
+
+
+def evaluator_state(model: Any) -> dict[str, torch.Tensor]:
+    return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if f".{EVALUATOR_ADAPTER}." in n}
+
+
+class SmithTrainer(GRPOTrainer):
+    """GRPOTrainer whose rollout_func runs SMITH episodes and whose advantages are per-axis."""
+
+    def __init__(self, *args: Any, smith: Any, **kwargs: Any) -> None:
+        self.smith = smith  # smith.train.run.Session: task source, rollout, pool, settings
+        self._gathered_rewards: torch.Tensor | None = None
+        super().__init__(*args, rollout_func=self._rollout, **kwargs)
+
+    # -- rollouts ------------------------------------------------------------------------------------
+    def _rollout(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
+        """Per-process prompts (keys repeated G times) -> samples of build and use episodes."""
+        sess = self.smith
+        step = self.state.global_step
+        sess.maybe_sync(self, step)
+        rollout: Rollout = sess.rollout
+        rollout.s.step = step
+        tasks: dict[str, Any] = {}
+        for key in prompts:  # the G repeats of a key share one task object (one GRPO group)
+            if key not in tasks:
+                tasks[key] = sess.source.task(key)
+        build = [tasks[k] for k in prompts if k.startswith("build:")]
+        use = [tasks[k] for k in prompts if k.startswith("use:")]
+        rng = random.Random(f"{sess.seed}:{step}:{self.accelerator.process_index}")
+        t0 = time.perf_counter()
+        samples = rollout.run(build, use, rng)
+        sess.timing["generation"] = time.perf_counter() - t0 - rollout.last_grading_wait
+        sess.timing["grading"] = rollout.last_grading_wait
+        sess.share_admissions(self)
+        by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
+                   "use": iter([s for s in samples if s.kind == "use"])}
+        ordered = [next(by_kind[k.split(":")[0]]) for k in prompts]  # back to TRL's order
+        sess.record(ordered)
+        out: dict[str, Any] = {
+            "prompt_ids": [s.prompt_ids for s in ordered],
+            "completion_ids": [s.completion_ids for s in ordered],
+            "logprobs": [s.logprobs for s in ordered],
+            "env_mask": [s.mask for s in ordered],
+        }
+        for axis in AXES:
+            out[f"r_{axis}"] = [s.rewards[axis] for s in ordered]
+        return out
+
+    # -- advantages ----------------------------------------------------------------------------------
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # noqa: ANN001
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._gathered_rewards = rewards  # (all processes' samples, axes), gathered by TRL
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):  # noqa: ANN001
+        out = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        cfg = self.smith
+        adv = per_axis_advantages(self._gathered_rewards, self.num_generations, cfg.weights,
+                                  std_floor=cfg.std_floor, drop_zero_variance=cfg.dynamic_sampling)
+        n_local = out["advantages"].shape[0]
+        local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
+        out["advantages"] = adv.advantages[local].to(out["advantages"])
+        keep = adv.keep[local].to(out["completion_mask"].device)
+        # dropped groups leave the loss and the DAPO token denominator
+        mask = out.get("tool_mask", torch.ones_like(out["completion_mask"]))
+        out["tool_mask"] = mask * keep.unsqueeze(1).to(mask.dtype)
+        out["num_items_in_batch"] = self.accelerator.gather(
+            (out["completion_mask"] * out["tool_mask"]).sum()
+        ).sum()
+        metrics = self._metrics[mode]
+        metrics["dynamic_sampling/frac_dropped"].append(1.0 - adv.keep.float().mean().item())
+        for i, axis in enumerate(AXES):
+            applies = ~torch.isnan(self._gathered_rewards[:, i])
+            if applies.any():
+                metrics[f"adv/{axis}/mean_abs"].append(adv.per_axis[applies, i].abs().mean().item())
+        metrics["adv/total/mean_abs"].append(adv.advantages.abs().mean().item())
+        for name, value in cfg.step_metrics.items():
+            metrics[name].append(value)
+        return out
+
+
+def format_reasons(samples: list[Any]) -> Counter:
+    return Counter(s.trace.get("parse", {}).get("reason") or "ok" for s in samples if "parse" in s.trace)
