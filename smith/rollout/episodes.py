@@ -108,6 +108,32 @@ def final_answer(text: str) -> str:
     return text.strip().strip("`").strip()
 
 
+def execute_tool_calls(
+    parsed: Any, menu: dict[str, PoolEntry], sandbox: Any, limits: Any, max_chars: int = 2000
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Run one turn's parsed tool calls in the sandbox. Every failure (malformed call, unknown tool, bad
+    arguments, a raising tool) becomes text fed back to the model, never an exception."""
+    outs = [f"error: {e}" for e in parsed.errors]
+    records: list[dict[str, Any]] = [{"status": "malformed", "error": e} for e in parsed.errors]
+    for call in parsed.calls:
+        entry = menu.get(call.name)
+        record: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
+        if entry is None:
+            outs.append(f"error: unknown tool '{call.name}'; available: {', '.join(menu)}")
+            record["status"] = "unknown_tool"
+        else:
+            r = sandbox.run(entry.code, entry.function_name, [call.arguments], limits=limits)[0]
+            record.update(status=r.status, category=entry.category)
+            if r.status == "ok":
+                out = r.value if isinstance(r.value, str) else json.dumps(r.value)
+                record["output"] = out
+            else:
+                out = f"error: {r.status}: {r.error or ''}".strip()
+            outs.append(out[:max_chars])
+        records.append(record)
+    return outs, records
+
+
 class Rollout:
     """Runs SMITH episodes with a policy backend (must expose `render`, `continue_ids`, `tokenizer`)."""
 
@@ -305,25 +331,9 @@ class Rollout:
             s.extend(continuation_ids(tok, [{"role": "user", "content": msg}]), None, trained=False)
 
     def _run_calls(self, state: dict[str, Any], parsed: Any) -> list[str]:
-        """Execute one turn's tool calls in the sandbox; every failure becomes text for the model."""
-        outs = [f"error: {e}" for e in parsed.errors]
-        for call in parsed.calls:
-            entry = state["menu"].get(call.name)
-            record = {"name": call.name, "arguments": call.arguments}
-            if entry is None:
-                outs.append(f"error: unknown tool '{call.name}'; available: {', '.join(state['menu'])}")
-                record["status"] = "unknown_tool"
-            else:
-                r = self.sandbox.run(entry.code, entry.function_name, [call.arguments], limits=self.limits)[0]
-                record["status"] = r.status
-                if r.status == "ok":
-                    out = r.value if isinstance(r.value, str) else json.dumps(r.value)
-                    record["output"] = out
-                else:
-                    out = f"error: {r.status}: {r.error or ''}".strip()
-                outs.append(out[: self.s.max_tool_output_chars])
-                record["category"] = entry.category
-            state["calls"].append(record)
+        outs, records = execute_tool_calls(parsed, state["menu"], self.sandbox, self.limits,
+                                           self.s.max_tool_output_chars)
+        state["calls"] += records
         return outs
 
     def _score_use(self, s: Sample, st: dict[str, Any]) -> None:

@@ -1,0 +1,108 @@
+"""Issue 5: the tool pool: admission, eviction, de-duplication, distractors, persistence, export."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+
+import pytest
+
+from smith.pool import PoolEntry, PoolFileError, ToolPool
+from smith.pool.export import export, load_openai_export
+
+SCHEMA = {"name": "solve", "description": "d", "parameters": {"type": "object", "properties": {
+    "question": {"type": "string"}}, "required": ["question"]}}
+
+
+def entry(cat: str, body: str = "return question", r_eval: float = 0.5, r_judge: float | None = None,
+          step: int = 0, name: str = "solve") -> PoolEntry:
+    code = f"def {name}(question: str) -> str:\n    {body}\n"
+    return PoolEntry(cat, code, {**SCHEMA, "name": name, "description": f"tool for {cat}"}, name, r_eval,
+                     r_judge, step)
+
+
+def test_admission_needs_positive_eval_and_evicts_lowest_quality():
+    pool = ToolPool(cap_per_category=2)
+    assert not pool.admit(entry("gcd", r_eval=0.0))
+    assert pool.admit(entry("gcd", "return '1'", r_eval=0.25))
+    assert pool.admit(entry("gcd", "return '2'", r_eval=0.75))
+    assert pool.admit(entry("gcd", "return '3'", r_eval=0.5))  # evicts the 0.25 tool
+    assert [e.r_eval for e in pool.entries("gcd")] == [0.75, 0.5]
+    assert not pool.admit(entry("gcd", "return '4'", r_eval=0.1))  # would be evicted at once
+    assert len(pool) == 2
+
+
+def test_duplicates_by_normalised_code_keep_the_better():
+    pool = ToolPool()
+    assert pool.admit(entry("lcm", "return question  # first", r_eval=0.5))
+    same = PoolEntry("lcm", 'def solve(question: str) -> str:\n    """doc"""\n    return question\n', SCHEMA,
+                     "solve", 0.25)
+    assert not pool.admit(same)
+    better = PoolEntry("lcm", "def solve(question:str)->str:\n  return question", SCHEMA, "solve", 0.9)
+    assert pool.admit(better)
+    assert [e.r_eval for e in pool.entries("lcm")] == [0.9]
+
+
+def test_matching_and_distractors_from_other_groups_first():
+    pool = ToolPool(groups={"gcd": "Arithmetic", "lcm": "Arithmetic", "knights_knaves": "Logic",
+                            "word_ladder": "Games"})
+    for cat in ["gcd", "lcm", "knights_knaves", "word_ladder"]:
+        pool.admit(entry(cat))
+    assert pool.matching("gcd").category == "gcd"
+    assert pool.matching("nope") is None
+    for seed in range(10):
+        ds = pool.distractors("gcd", 2, random.Random(seed))
+        assert {d.category for d in ds} == {"knights_knaves", "word_ladder"}
+    assert {d.category for d in pool.distractors("gcd", 3, random.Random(0))} == {"knights_knaves", "word_ladder",
+                                                                                   "lcm"}
+
+
+def test_save_load_identical_and_atomic(tmp_path):
+    pool = ToolPool(cap_per_category=3, groups={"gcd": "Arithmetic"})
+    pool.admit(entry("gcd", r_eval=0.5, r_judge=0.8, step=3))
+    pool.admit(entry("count_bits", "return str(bin(int(question)).count('1'))", r_eval=1.0))
+    path = pool.save(tmp_path / "run")  # a directory: the pool file goes inside
+    again = ToolPool.load(tmp_path / "run")
+    assert again.to_json() == pool.to_json()
+    assert not list((tmp_path / "run").glob(".*tmp"))
+
+
+def test_corrupt_pool_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "tool_pool.json"
+    bad.write_text('{"entries": [')
+    with pytest.raises(PoolFileError, match=str(bad)):
+        ToolPool.load(bad)
+    with pytest.raises(FileNotFoundError, match="no tool pool"):
+        ToolPool.load(tmp_path / "missing")
+
+
+def test_load_from_run_dir_picks_newest_checkpoint(tmp_path):
+    for step, n in [(2, 1), (10, 2)]:
+        pool = ToolPool()
+        for i in range(n):
+            pool.admit(entry(f"c{i}"))
+        pool.save(tmp_path / f"checkpoint-{step}" / "tool_pool.json")
+    assert len(ToolPool.load(tmp_path)) == 2
+
+
+def test_export_round_trips(tmp_path):
+    pool = ToolPool()
+    pool.admit(entry("gcd", "return 'g'", r_eval=0.5))
+    pool.admit(entry("lcm", "return 'l'", r_eval=0.75))  # same function name: exported under a distinct one
+    out = export(pool, "openai", tmp_path / "tools.json")
+    tools = json.loads(out.read_text())
+    assert [t["type"] for t in tools] == ["function", "function"]
+    assert len({t["function"]["name"] for t in tools}) == 2
+    again = load_openai_export(out)
+    assert sorted(e.r_eval for e in again) == [0.5, 0.75]
+    lines = export(pool, "jsonl", tmp_path / "tools.jsonl").read_text().splitlines()
+    assert [json.loads(x)["category"] for x in lines] == ["gcd", "lcm"]
+    mod_path = export(pool, "python", tmp_path / "tools_mod.py")
+    spec = importlib.util.spec_from_file_location("tools_mod", mod_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert sorted(fn("x") for fn, _ in mod.TOOLS.values()) == ["g", "l"]
+    assert all(schema["type"] == "function" for _, schema in mod.TOOLS.values())
+    with pytest.raises(ValueError, match="unknown export format"):
+        export(pool, "yaml", tmp_path / "x")
