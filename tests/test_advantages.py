@@ -1,0 +1,56 @@
+"""Issue 6: per-axis advantages (normalise each axis within its group, then weighted sum) by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from smith.train.advantages import per_axis_advantages
+
+NAN = math.nan
+W = torch.tensor([1.0, 1.0, 0.2, 1.0])  # format, evaluation, judge, use
+
+
+def test_hand_computed_build_and_use_groups():
+    rewards = torch.tensor([
+        # build group: format equal (no signal), evaluation 0.25 vs 0.75, judge 0.9 vs 0.8 (std 0.05 < floor)
+        [0.5, 0.25, 0.9, NAN],
+        [0.5, 0.75, 0.8, NAN],
+        # use group: only the use axis applies
+        [NAN, NAN, NAN, 2.0],
+        [NAN, NAN, NAN, 0.6],
+    ])
+    out = per_axis_advantages(rewards, num_generations=2, weights=W, std_floor=0.1)
+    # evaluation: mean 0.5, std 0.25 -> z = -1, +1; judge: mean 0.85, std 0.05 floored to 0.1 -> z = +0.5, -0.5
+    # advantage = 1*z_eval + 0.2*z_judge
+    expected = torch.tensor([-1 + 0.2 * 0.5, 1 - 0.2 * 0.5, 1.0, -1.0])
+    assert torch.allclose(out.advantages, expected, atol=1e-6)
+    assert out.per_axis[0, 0] == 0 and out.per_axis[2, 0] == 0  # no signal / not applicable -> 0
+    assert out.keep.tolist() == [True, True, True, True]
+
+
+def test_std_floor_stops_a_near_constant_axis_from_blowing_up():
+    rewards = torch.tensor([[NAN, NAN, 0.50, NAN], [NAN, NAN, 0.52, NAN]])
+    loose = per_axis_advantages(rewards, 2, W, std_floor=1e-8)
+    floored = per_axis_advantages(rewards, 2, W, std_floor=0.1)
+    assert loose.per_axis[:, 2].abs().tolist() == pytest.approx([1.0, 1.0])
+    assert floored.per_axis[:, 2].tolist() == pytest.approx([-0.1, 0.1])
+
+
+def test_zero_variance_groups_are_dropped_unless_disabled():
+    rewards = torch.tensor([
+        [0.0, 0.0, 0.0, NAN], [0.0, 0.0, 0.0, NAN],  # malformed twice: zero on every axis, no signal
+        [0.5, 1.0, NAN, NAN], [0.0, 0.0, NAN, NAN],
+    ])
+    out = per_axis_advantages(rewards, 2, W, std_floor=0.1)
+    assert out.keep.tolist() == [False, False, True, True]
+    assert out.advantages[:2].tolist() == [0.0, 0.0]
+    kept = per_axis_advantages(rewards, 2, W, std_floor=0.1, drop_zero_variance=False)
+    assert kept.keep.all()
+
+
+def test_group_size_must_divide():
+    with pytest.raises(ValueError, match="groups of 3"):
+        per_axis_advantages(torch.zeros(4, 4), 3, W)
