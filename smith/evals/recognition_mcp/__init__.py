@@ -1,0 +1,43 @@
+"""Recognition MCP (Lomekwi paper, section 6): does an agent reach for a tool it cannot see inside?
+
+    python eval.py suite=recognition_mcp model=scripted:prober output_dir=D     # a live sweep
+    python eval.py suite=recognition_mcp import_logs=DIR output_dir=D          # rescore released rollouts
+
+Modules: division (the task), server (decoy MCP server), host (one rollout over stdio), agents
+(LLM or scripted), sweep (the cells), scoring (counterfactual oracle), importer (released logs),
+report (summary, table, figure).
+"""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+
+def run(cfg: DictConfig) -> dict:
+    """Run the sweep for `cfg.model` (or import `cfg.import_logs`) and write the summary; returns it."""
+    import json
+
+    from smith.evals.common import output_dir
+    from smith.models.base import SamplingParams
+
+    from .agents import load_agent
+    from .host import wants_no_think
+    from .importer import import_logs
+    from .report import write_report
+    from .sweep import plan, run_sweep
+
+    s = cfg.suite
+    out = output_dir(cfg)
+    score = {"budget": s.score_budget, "surcharge": s.score_surcharge, "n_boot": s.bootstrap, "seed": cfg.seed}
+    if cfg.get("import_logs"):
+        records, stats = import_logs(cfg.import_logs, s.import_condition)
+        with (out / "rollouts.jsonl").open("w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records)
+        return write_report(records, out, "import", extra={"import": stats}, **score)
+    episodes = plan(list(s.conditions), list(s.tools), list(s.reps), list(s.difficulties), cfg.get("limit"),
+                    s.surcharge, s.max_turns, s.max_noop)
+    params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, seed=cfg.seed)
+    agent = load_agent(str(cfg.model), cfg, params)
+    records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency,
+                        wants_no_think(agent.name, s.no_think), cfg.seed)
+    return write_report(records, out, "run", extra={"model": agent.name, "episodes": len(records)}, **score)

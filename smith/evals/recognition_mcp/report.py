@@ -1,0 +1,141 @@
+"""Recognition-MCP outputs: summary.json, summary.md and the paper's three-panel figure (Figure 3/4).
+
+The figure has one panel per metric -- manual success, oracle discovery, overall success -- with
++-1 rollout-bootstrap standard error bars, as in the released plotter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from smith.evals.common import markdown_table, write_json
+
+from .scoring import METRICS, scored_rows, summarize
+
+PANELS = {"manual_success": "Manual success", "oracle_discovery": "Oracle discovery",
+          "overall_success": "Overall success"}
+_SIZE = re.compile(r"^(.*?)[-_:]?(\d+(?:\.\d+)?)[bB]$")
+
+
+def family_and_size(model: str) -> tuple[str, float | None]:
+    """'Qwen/Qwen3.5-27B' -> ('Qwen3.5', 27.0); names without a size -> (name, None)."""
+    base = model.rstrip("/").split("/")[-1]
+    m = _SIZE.match(base)
+    return (m.group(1), float(m.group(2))) if m else (base, None)
+
+
+def _order(value: object) -> tuple:
+    """Models by family then size; numbers numerically; everything else by name."""
+    if isinstance(value, str):
+        fam, size = family_and_size(value)
+        return (fam, size if size is not None else -1.0, value)
+    return ("", float(value), "")
+
+
+def group(records: list[dict], *fields: str) -> dict[tuple, list[dict]]:
+    """Records grouped by the given fields, groups in reading order (models by size)."""
+    out: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        out[tuple(r[f] for f in fields)].append(r)
+    return dict(sorted(out.items(), key=lambda kv: tuple(_order(x) for x in kv[0])))
+
+
+def _pm(m: dict) -> str:
+    return f"{m['value']:.3f} ± {m['se']:.3f}"
+
+
+def _table_rows(summaries: list[tuple[dict, dict]]) -> list[dict]:
+    rows = []
+    for head, s in summaries:
+        rows.append({**head, "rollouts": s["rollouts"], "scored": s["scored"],
+                     **{k: _pm(s[k]) for k in METRICS}, "tool calls / rollout": round(s["tool_calls_per_rollout"], 2),
+                     "no-tool rollouts": s["no_tool_rollouts"], "manual solves": s["manual_solves"]})
+    return rows
+
+
+def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, path: Path) -> None:
+    """One line per series over x, one panel per metric, +-1 SE error bars and value labels."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), constrained_layout=True, sharey=True)
+    ticks: dict[float, str] = {}
+    for label, points in series.items():
+        points = sorted(points, key=lambda p: p[0])
+        xs = [p[0] for p in points]
+        ticks.update({p[0]: p[1] for p in points})
+        for ax, metric in zip(axes, METRICS, strict=True):
+            ys = [p[2][metric]["value"] for p in points]
+            es = [p[2][metric]["se"] for p in points]
+            ax.errorbar(xs, ys, yerr=es, fmt="o-", capsize=3, linewidth=1.6, markersize=4, label=label)
+            for x, y in zip(xs, ys, strict=True):
+                ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(5, 4), ha="left", fontsize=7)
+    for ax, metric in zip(axes, METRICS, strict=True):
+        ax.set_title(PANELS[metric], fontweight="bold")
+        ax.set_xlabel(xlabel)
+        ax.set_xticks(list(ticks), [ticks[x] for x in ticks])
+        ax.set_ylim(-0.05, 1.1)
+        ax.grid(alpha=0.25)
+    axes[0].set_ylabel("Probability")
+    axes[-1].legend(fontsize=7, loc="best")
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def write_report(records: list[dict], out: Path, mode: str, budget: int | None, surcharge: int | None,
+                 n_boot: int, seed: int, extra: dict | None = None) -> dict:
+    """Score every rollout and write summary.json, summary.md, scored.jsonl and three_panel.png."""
+    def stats(rs: list[dict]) -> dict:
+        return summarize(rs, budget, surcharge, n_boot, seed)
+
+    models: dict[str, dict] = defaultdict(dict)
+    table = []
+    for (model, condition), rs in group(records, "model", "condition").items():
+        s = stats(rs)
+        models[model][condition] = s
+        table.append(({"model": model, "condition": condition}, s))
+    cells = []
+    for (model, condition, tools, d), rs in group(records, "model", "condition", "n", "difficulty").items():
+        s = stats(rs)
+        cells.append({"model": model, "condition": condition, "T": tools, "d": d, **s})
+    with (out / "scored.jsonl").open("w") as f:
+        for r in records:
+            for row in scored_rows(r, budget, surcharge):
+                f.write(json.dumps(row) + "\n")
+
+    series: dict[str, list[tuple[float, str, dict]]] = defaultdict(list)
+    if mode == "import":
+        for model, by_condition in models.items():
+            fam, size = family_and_size(model)
+            x = size if size is not None else float(len(series))
+            for condition, s in by_condition.items():
+                series[f"{fam} ({condition})"].append((x, f"{size:g}B" if size is not None else fam, s))
+        three_panel(series, "Model size (B params)", out / "three_panel.png")
+    else:
+        for (model, condition, tools), rs in group(records, "model", "condition", "n").items():
+            series[f"{model} ({condition})"].append((float(tools), str(tools), stats(rs)))
+        three_panel(series, "Candidate tools T", out / "three_panel.png")
+
+    columns = ["model", "condition", "rollouts", "scored", *METRICS, "tool calls / rollout", "no-tool rollouts",
+               "manual solves"]
+    rule = (f"budget {budget if budget is not None else 'as logged per rollout'} and a per-call surcharge of "
+            f"{surcharge if surcharge is not None else 'as logged per rollout'}")
+    md = [f"# Recognition MCP ({mode})\n", f"Counterfactual scoring with {rule}; values ± rollout-bootstrap SE.\n",
+          markdown_table(_table_rows(table), columns)]
+    if mode == "run":
+        cell_rows = _table_rows([({"model": c["model"], "condition": c["condition"], "T": c["T"], "d": c["d"]}, c)
+                                 for c in cells])
+        md += ["\n## Per cell\n", markdown_table(cell_rows, ["condition", "T", "d", *columns[2:]])]
+    (out / "summary.md").write_text("\n".join(md))
+    summary = {"suite": "recognition_mcp", "mode": mode, "output_dir": str(out), "score_budget": budget,
+               "score_surcharge": surcharge, "bootstrap": n_boot, "models": dict(models), "cells": cells,
+               **(extra or {})}
+    if len(models) == 1:  # a live run: the one model's conditions at the top level too
+        summary["conditions"] = next(iter(models.values()))
+    write_json(out / "summary.json", summary)
+    return summary
