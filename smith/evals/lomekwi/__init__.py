@@ -1,0 +1,139 @@
+"""suite=lomekwi: the Lomekwi vault game (000_4c3492d641a25045.txt, sections 3-5, Appendices A-B).
+
+Two modes, one metric code:
+- play:   `python eval.py suite=lomekwi model=SPEC [limit=N] output_dir=D` plays the dense sweep
+          (n x T cells x reps) with any chat backend or a scripted agent (scripted:optimal|grinder|random);
+          episodes are appended to D/episodes.jsonl as they finish, so a killed run resumes.
+- import: `python eval.py suite=lomekwi import_logs=DIR output_dir=D` scores every episodes.jsonl under DIR
+          in the released format (importer.py) and checks the paper's findings (published.py).
+Both write D/summary.json (per model N, C, R, E, S, G, build rate and 95% Wilson intervals, per cell too),
+D/summary.md, D/decomposition.png, D/build_rate.png and D/threshold_map.png.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
+from smith.evals.lomekwi import costs, importer, metrics, plots, published
+from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
+from smith.evals.lomekwi.env import Episode, budget_for, make_world, max_turns_for
+from smith.models.base import ChatBackend, SamplingParams
+
+FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_turn", "built", "build_turn",
+               "dropped_both", "won", "opened", "total_actions", "pickups", "stop_reason", "usage", "source")
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    out = output_dir(cfg)
+    if cfg.get("import_logs"):
+        return score_logs(Path(str(cfg.import_logs)), out)
+    return play_sweep(cfg, out)
+
+
+def cell_seeds(cell_index: int, reps: int, limit: int | None) -> list[int]:
+    """Seeds of one cell: the episode's index in the cell-major sweep, as in the released dense sweep
+    (so seed i here is the world of released row i); `limit` keeps the first reps, same worlds."""
+    return [cell_index * reps + r for r in range(min(reps, limit) if limit else reps)]
+
+
+def _backend(spec: str, n_types: int, cfg: DictConfig, cache: dict[str, ChatBackend]) -> ChatBackend:
+    if spec.startswith("scripted:"):
+        policy = spec.split(":", 1)[1]
+        if policy not in SCRIPTED:
+            raise SystemExit(f"error: scripted agent '{policy}' not found for suite=lomekwi; known: "
+                             f"{', '.join('scripted:' + p for p in SCRIPTED)}")
+        return ScriptedAgent(policy, n_types, seed=int(cfg.get("seed") or 0))
+    if spec not in cache:
+        from smith.models import load_backend
+
+        cache[spec] = load_backend(spec, cfg)
+    return cache[spec]
+
+
+def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -> dict[str, Any]:
+    """Play every missing episode of the sweep, then summarise everything in the log.
+
+    `backend` overrides `cfg.model` (tests pass a scripted-text double this way)."""
+    s = cfg.suite
+    model = backend.name if backend is not None else str(cfg.model)
+    log = EpisodeLog(out / "episodes.jsonl")
+    cells = [(int(n), int(t)) for n in s.n_values for t in s.t_values]
+    limit = int(cfg.limit) if cfg.get("limit") else None
+    todo = [(n, t, seed) for ci, (n, t) in enumerate(cells) for seed in cell_seeds(ci, int(s.reps), limit)
+            if importer.episode_key(model, n, t, seed) not in log]
+    params = SamplingParams(max_new_tokens=int(s.max_new_tokens), temperature=float(s.temperature),
+                            top_p=float(s.top_p), seed=int(cfg.get("seed") or 0))
+    cache: dict[str, ChatBackend] = {}
+    with tqdm(total=len(todo), desc=f"lomekwi {model}", unit="ep") as bar:
+        for n, t in cells:
+            seeds = [seed for (cn, ct, seed) in todo if (cn, ct) == (n, t)]
+            agent = backend or _backend(model, t, cfg, cache)
+            for i in range(0, len(seeds), int(s.batch_size)):
+                batch = seeds[i: i + int(s.batch_size)]
+                budget = budget_for(n, float(s.budget_mult))
+                episodes = [Episode(make_world(seed, n, t, str(s.scheme)), seed, budget, bool(s.hint),
+                                    max_turns_for(n, budget), int(s.no_progress_window)) for seed in batch]
+                t0 = time.time()
+                play(agent, episodes, params, bar)
+                for seed, e in zip(batch, episodes, strict=True):
+                    log.add({"key": importer.episode_key(model, n, t, seed), "model": model, "seed": seed,
+                             "scheme": str(s.scheme), "elapsed_s": round(time.time() - t0, 3), **e.record()})
+    records = list(log)
+    summary = _summarize(records, out, mode="play")
+    summary["config"] = {"cells": cells, "reps": int(s.reps), "limit": limit, "scheme": str(s.scheme),
+                         "hint": bool(s.hint), "budgets": {n: budget_for(n, float(s.budget_mult)) for n, _ in cells}}
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def score_logs(root: Path, out: Path) -> dict[str, Any]:
+    """Score released-format logs with the same metric code; check the paper's findings."""
+    records, sources = [], {}
+    for path in tqdm(importer.find_logs(root), desc="importing lomekwi logs", unit="log"):
+        recs, errors = importer.read_log(path)
+        records += recs
+        sources[str(path)] = {"episodes": len(recs), "failed_rows": errors,
+                              "models": sorted({r["model"] for r in recs})}
+    (out / "imported.jsonl").write_text("".join(
+        json.dumps({k: r.get(k) for k in FACT_FIELDS}) + "\n" for r in records))
+    summary = _summarize(records, out, mode="import")
+    summary["sources"] = sources
+    summary["paper_checks"] = published.check_claims(summary["models"])
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def _summarize(records: list[dict[str, Any]], out: Path, mode: str) -> dict[str, Any]:
+    summary: dict[str, Any] = {"suite": "lomekwi", "mode": mode, "output_dir": str(out), **metrics.summarize(records)}
+    for model in summary["models"]:
+        rows = [r for r in records if r["model"] == model]
+        summary["models"][model]["stop_reasons"] = dict(Counter(r["stop_reason"] for r in rows))
+        summary["models"][model]["mean_actions"] = sum(r["total_actions"] for r in rows) / max(1, len(rows))
+    summary["threshold"] = {f"n{n}_T{t}": {"E_build": costs.expected_build(n, t), "E_grind": costs.expected_grind(n),
+                                           "build_preferred": costs.build_preferred(n, t)}
+                            for n, t in sorted({(r["n"], r["n_types"]) for r in records})}
+    (out / "summary.md").write_text(_table(summary["models"]))
+    plots.plot_decomposition(summary["models"], out / "decomposition.png")
+    plots.plot_build_rate(summary["models"], out / "build_rate.png")
+    costs.plot_threshold_map(out / "threshold_map.png")
+    summary["plots"] = ["decomposition.png", "build_rate.png", "threshold_map.png"]
+    return summary
+
+
+def _table(models: dict[str, dict[str, Any]]) -> str:
+    def fmt(m: dict[str, Any], k: str) -> str:
+        lo, hi = m[f"{k}_ci"]
+        return f"{m[k]:.3f} [{lo:.2f}, {hi:.2f}]"
+
+    ordered = [m for fam in plots.families(models).values() for m, _ in fam]
+    rows = [{"model": m, "N": models[m]["N"], **{k: fmt(models[m], k) for k in metrics.METRICS}} for m in ordered]
+    return ("Lomekwi: C = P(hold), R = P(build | hold), E = P(win | build), S = P(win), G = P(win, no build); "
+            "95% Wilson intervals.\n\n" + markdown_table(rows, ["model", "N", *metrics.METRICS]))

@@ -1,0 +1,147 @@
+"""Who plays the vault: any chat backend, or a scripted reference agent (section 5.1, Appendix B).
+
+Scripted agents are ChatBackends too: each reply is computed from the conversation alone (the texts an
+LLM would read), so the same episode loop, parser and logs serve both. They know the rules (key_i opens
+door_i, examine drops a random type and key, pickup is free) and the cell's n and T, never the recipe.
+
+- optimal: builds when E[build] < E[grind] (Appendix B), else grinds. Building: pick up after every
+  examine, try each untried pair of held types as soon as both are held, then per closed door use its key
+  or, lacking it, the machine first.
+- grinder: examine, pick up, use every key it holds on its door; never combines.
+- random: a uniformly random verb with uniformly random known objects as arguments.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass
+from itertools import combinations
+
+from tqdm import tqdm
+
+from smith.evals.lomekwi.costs import build_preferred
+from smith.evals.lomekwi.env import Episode, Observed, doors_in, extract_action
+from smith.models.base import ChatBackend, Generation, Message, SamplingParams
+
+SCRIPTED = ("optimal", "grinder", "random")
+
+
+@dataclass
+class Belief:
+    """What the conversation so far tells a scripted agent."""
+
+    doors: list[str]
+    seen: Observed
+    tried: set[tuple[str, str]]
+    key_base: str | None
+
+    def key_for(self, door: str) -> str | None:
+        return f"{self.key_base}_{door.rsplit('_', 1)[1]}" if self.key_base else None
+
+    def closed(self) -> list[str]:
+        return [d for d in self.doors if d not in self.seen.opened]
+
+
+def read_conversation(messages: list[Message]) -> Belief:
+    """Rebuild the public state from the transcript: each assistant reply's action and the
+    observation that answered it (the text before the status line)."""
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    doors = doors_in(messages[users[0]]["content"])
+    seen, tried, key_base = Observed(), set(), None
+    for i in users[1:]:
+        known = {doors[0].rsplit("_", 1)[0], *seen.dropped_types, *([seen.machine] if seen.machine else [])}
+        if key_base:
+            known.add(key_base)
+        act = extract_action(messages[i - 1]["content"], frozenset(x.lower() for x in known))
+        if act is None:
+            continue
+        obs = messages[i]["content"].split("\n\n")[0]
+        seen.feed(act, obs)
+        if act[0] == "combine":
+            tried.add(tuple(sorted(act[1:3])))
+        if key_base is None and (seen.held_keys or seen.ground_keys):
+            key_base = next(iter(seen.held_keys | seen.ground_keys)).rsplit("_", 1)[0]
+    return Belief(doors, seen, tried, key_base)
+
+
+def _grind_step(b: Belief) -> str:
+    if b.seen.ground_keys or b.seen.ground_types:
+        return "pickup"
+    for door in b.closed():
+        key = b.key_for(door)
+        if key in b.seen.held_keys:
+            return f"use {key} {door}"
+    return f"examine {b.closed()[0]}"
+
+
+def _build_step(b: Belief) -> str:
+    if b.seen.ground_keys or b.seen.ground_types:
+        return "pickup"
+    if b.seen.machine and b.seen.fused:
+        door = b.closed()[0]
+        key = b.key_for(door)
+        return f"use {key} {door}" if key in b.seen.held_keys else f"use {b.seen.machine} {door}"
+    held = sorted(t for t, c in b.seen.held_types.items() if c >= 1)
+    for pair in combinations(held, 2):
+        if pair not in b.tried:
+            return f"combine {pair[0]} {pair[1]}"
+    return f"examine {b.closed()[0]}"
+
+
+def _random_step(b: Belief, rng: random.Random) -> str:
+    objects = sorted(b.seen.held_keys | set(b.seen.held_types) | ({b.seen.machine} if b.seen.machine else set()))
+    verb = rng.choice(["examine", "combine", "use", "pickup"])
+    if verb == "pickup":
+        return "pickup"
+    if verb == "examine":
+        return f"examine {rng.choice(b.doors + objects)}"
+    if verb == "combine" and len(objects) >= 2:
+        a, c = rng.sample(objects, 2)
+        return f"combine {a} {c}"
+    if verb == "use" and objects:
+        return f"use {rng.choice(objects)} {rng.choice(b.doors)}"
+    return f"examine {rng.choice(b.doors)}"
+
+
+class ScriptedAgent:
+    """A reference policy behind the ChatBackend interface; `n_types` is the cell's T."""
+
+    def __init__(self, policy: str, n_types: int, seed: int = 0) -> None:
+        if policy not in SCRIPTED:
+            raise ValueError(f"scripted agent '{policy}' not found; known: {', '.join(SCRIPTED)}")
+        self.policy, self.n_types, self.seed = policy, n_types, seed
+        self.name = f"scripted:{policy}"
+
+    def reply(self, messages: list[Message]) -> str:
+        b = read_conversation(messages)
+        if self.policy == "random":
+            first = next(m["content"] for m in messages if m["role"] == "user")
+            digest = zlib.crc32(f"{self.seed}|{len(messages)}|{first}".encode())
+            return "I act at random.\n" + _random_step(b, random.Random(digest))
+        if self.policy == "optimal" and build_preferred(len(b.doors), self.n_types):
+            return "Plan: build the machine (E[build] < E[grind]).\n" + _build_step(b)
+        return "Plan: grind for keys.\n" + _grind_step(b)
+
+    def chat(self, conversations: list[list[Message]], tools: list | None = None,
+             params: SamplingParams | None = None) -> list[Generation]:
+        return [Generation(text=self.reply(c)) for c in conversations]
+
+
+def play(backend: ChatBackend, episodes: list[Episode], params: SamplingParams,
+         progress: tqdm | None = None) -> list[Episode]:
+    """Play episodes in lockstep: one batched `chat` call per turn over every episode still running."""
+    live = list(episodes)
+    while live:
+        gens = backend.chat([e.messages for e in live], None, params)
+        if len(gens) != len(live):
+            raise RuntimeError(f"backend {backend.name} returned {len(gens)} completions for {len(live)} conversations")
+        still = []
+        for e, g in zip(live, gens, strict=True):
+            usage = {"input_tokens": g.prompt_tokens, "output_tokens": g.completion_tokens}
+            if e.feed(g.text, usage):
+                still.append(e)
+            elif progress is not None:
+                progress.update(1)
+        live = still
+    return episodes

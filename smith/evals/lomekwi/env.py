@@ -1,0 +1,631 @@
+"""The Lomekwi vault (000_4c3492d641a25045.txt, sections 4.4 and A.1; DESIGN.md section 7).
+
+n locked doors, T shard types, one unordered recipe pair. `examine <door>` drops a uniformly random
+shard type, then a uniformly random door's key, on the ground (1 action); `pickup` moves everything on
+the ground into the inventory (free); `combine <a> <b>` of the recipe pair builds the machine (1);
+`use <machine> <door>` yields that door's key, `use <key> <door>` opens it (1). Shards are never
+consumed. Budget round(1.2 (n H_n + n)). Every text the agent reads is the paper's (Appendix A) and
+byte-identical to the released episode logs: with the recorded labels and drop seed, replaying a
+released row through `Vault` reproduces its observations exactly (tests/test_lomekwi_env.py).
+
+Transition table (each row is tested in tests/test_lomekwi_env.py; D door, K key, S/A/B types, M machine):
+
+ 1 examine D (1..n)               type then key dropped   "You search D. Out falls K and a S. They lie on the
+                                                          ground -- pick them up."
+ 2 examine S (held or not)        -                       "A small dull S. It feels faintly active, and the
+                                                          sensation shifts when held alongside a different kind."
+                                                          (hint off: "A small dull S. Nothing remarkable.")
+ 3 examine M, built               -                       "A M. It has a recess; you are unsure what it does."
+ 4 examine <key>_<i>              -                       "K: a small fitted object."
+ 5 examine anything else          -                       "You examine X: nothing of note." (also an unbuilt M)
+ 6 pickup, ground empty           -                       "There is nothing on the ground to pick up."
+ 7 pickup, ground not empty       ground -> inventory     "You pick up K1, K2 and 1 S(s), 2 S'(s). (pickup is free.)"
+ 8 combine recipe, held, no M     machine built           "You combine a A and a B. They fuse into a M (new). It
+                                                          persists."
+ 9 combine recipe, held, M held   -                       "You already hold a M."
+10 combine types not both held    -                       "You combine A and B: nothing happens." (same type: < 2)
+11 combine held non-recipe pair   -                       "You combine A and B: nothing happens." (incl. A with A)
+12 combine non-type argument      -                       "You combine A and B: nothing happens."
+13 use X on a non-door            -                       "There is no X."
+14 use X on an open D             -                       "D is already open."
+15 use M, not built               -                       "You don't have a M."
+16 use M on D, built              D's key -> inventory    "You operate the M on D. It yields K. (the M remains with
+                                                          you.)"
+17 use K not held                 -                       "You don't have K."
+18 use D's own key, held          D opens                 "You use K on D: it fits. D opens."
+19 use another held key           -                       "You use K on D: it does not fit."
+20 use S on D                     -                       "You press the S to D: nothing."
+21 use anything else on D         -                       "You use X on D: nothing happens."
+
+Episode protocol: the first parseable line of a reply acts; four unparseable replies in a row end the
+episode ("noop"); it also ends when all doors are open ("solved"), when the budgeted actions reach the
+budget ("out_of_budget"), after 20 executed actions without state progress ("no_progress", measured as
+the reference code does: see `progress_key`), or at the turn cap ("max_turns", 2B + 2n + 80 as in the
+released sweep).
+
+One deliberate departure from the released code: it lower-cases arguments but compares them to the
+labels case-sensitively, so no label with an upper-case letter can ever be named and the alnum scheme is
+unwinnable (the paper's 0/40, Appendix C). Here labels are matched case-insensitively, and the alnum
+scheme draws labels that stay distinct (edit distance >= 3) after case folding.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from smith.evals.lomekwi.costs import expected_grind
+
+SYSTEM_PROMPT = (
+    "You are an agent in a vault and must open every locked door using as few actions as possible. End each "
+    "turn with exactly one action on its own line: examine <object>, combine <a> <b>, use <object> <door>, or "
+    "pickup. pickup collects everything on the ground and is FREE (it does not count toward your budget). "
+    "Think briefly, then act. Minimize total actions."
+)
+NOOP_MESSAGE = "No parseable action. Use examine/combine/use/pickup, one action on its own line."
+VERBS = ("examine", "combine", "use", "pickup")
+ARTICLES = frozenset({"a", "an", "the"})
+FILLERS = frozenset({"with", "to", "on", "and"})
+SCHEMES = ("tokens", "letter", "alnum")
+NOOP_LIMIT = 4
+NO_PROGRESS_WINDOW = 20
+BUDGET_MULT = 1.2
+
+
+def budget_for(n: int, mult: float = BUDGET_MULT) -> int:
+    """B = round(1.2 (n H_n + n)) as in the released sweep_config (41, 47, 53 for n = 9, 10, 11).
+
+    The paper writes a floor; the code rounds. They agree on the swept n; the code is what produced
+    the logs, so it wins.
+    """
+    return round(mult * expected_grind(n))
+
+
+def max_turns_for(n: int, budget: int) -> int:
+    """Turn cap of the released sweep: free pickups can double the turns, so 2B + 2n + 80."""
+    return 2 * budget + 2 * n + 80
+
+
+# --------------------------------------------------------------------------------------------------
+# Relabeling (section 4.3, Appendix A.1 Table 2, Appendix C)
+
+
+def _edit_distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+@lru_cache(maxsize=1)
+def _english() -> frozenset[str]:
+    """The dictionary that filters nonsense tokens: reasoning-gym's word list (a pinned dependency), so
+    the tokens pool is the same on every machine (the released code read /usr/share/dict/words)."""
+    text = resources.files("reasoning_gym.data").joinpath("words3to10.txt").read_text()
+    return frozenset(w.strip().lower() for w in text.split())
+
+
+_ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "fl", "gl", "gr",
+           "kr", "pl", "pr", "sk", "sl", "sn", "sp", "st", "tr", "vr", "thr", "shp"]
+_VOWELS = ["a", "e", "i", "o", "u"]
+_CODAS = ["", "", "b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "x", "ld", "lk", "lt", "mp", "nd",
+          "nk", "nt", "rd", "rk", "rn", "sk", "st"]
+_CONFUSABLE = ("rn", "cl", "vv", "ii", "uu")
+
+
+def _pronounceable_ok(tok: str) -> bool:
+    eng = _english()
+    return (4 <= len(tok) <= 8 and not any(b in tok for b in _CONFUSABLE) and tok not in eng
+            and tok[:4] not in eng and tok[-4:] not in eng)
+
+
+@lru_cache(maxsize=4)
+def token_pool(size: int = 300, seed: int = 0) -> tuple[str, ...]:
+    """Pronounceable nonsense tokens, rejected when a real word is the token or its length-4 prefix or
+    suffix (sub-word leakage, Appendix A.1). Seed-independent of the episode: episodes shuffle it."""
+    rng = random.Random(seed)
+    pool: list[str] = []
+    seen: set[str] = set()
+    for _ in range(size * 200):
+        if len(pool) == size:
+            break
+        tok = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS)
+                      for _ in range(rng.choice([1, 2, 2])))
+        if tok not in seen and _pronounceable_ok(tok):
+            seen.add(tok)
+            pool.append(tok)
+    return tuple(pool)
+
+
+_ALNUM = string.ascii_letters + string.digits
+
+
+def relabel(elements: list[str], seed: int, scheme: str = "letter", min_dist: int = 3) -> dict[str, str]:
+    """One uniformly random label per latent element, deterministic in `seed` (the repetition index).
+
+    letter: distinct lowercase letters; alnum: [a-zA-Z0-9]{4,8}, pairwise edit distance >= min_dist
+    *after case folding* (so matching may ignore case); tokens: the pronounceable pool, shuffled, greedy
+    at edit distance >= min_dist. The letter scheme reproduces the released logs' labels exactly.
+    """
+    rng = random.Random(seed * 7919 + 13)
+    if scheme == "letter":
+        if len(elements) > 26:
+            raise ValueError(f"the letter scheme labels at most 26 elements, got {len(elements)}; use scheme=tokens")
+        letters = list(string.ascii_lowercase)
+        rng.shuffle(letters)
+        return dict(zip(elements, letters, strict=False))
+    chosen: list[str] = []
+    if scheme == "alnum":
+        for _ in range(len(elements) * 5000):
+            if len(chosen) == len(elements):
+                break
+            tok = "".join(rng.choice(_ALNUM) for _ in range(rng.randint(4, 8)))
+            folded = tok.casefold()
+            if folded in ARTICLES | FILLERS:
+                continue
+            if all(_edit_distance(folded, c.casefold()) >= min_dist for c in chosen):
+                chosen.append(tok)
+    elif scheme == "tokens":
+        pool = list(token_pool())
+        rng.shuffle(pool)
+        for tok in pool:
+            if all(_edit_distance(tok, c) >= min_dist for c in chosen):
+                chosen.append(tok)
+            if len(chosen) == len(elements):
+                break
+    else:
+        raise ValueError(f"unknown relabeling scheme {scheme!r}; known: {', '.join(SCHEMES)}")
+    if len(chosen) < len(elements):
+        raise ValueError(f"could not draw {len(elements)} {scheme} labels at edit distance {min_dist}; lower min_dist")
+    return dict(zip(elements, chosen, strict=True))
+
+
+def recipe_indices(seed: int, n_types: int) -> tuple[int, int]:
+    """The recipe: one unordered pair of distinct shard types, deterministic in the relabel seed."""
+    if n_types < 2:
+        raise ValueError(f"a recipe needs at least 2 shard types, got n_types={n_types}")
+    a, b = random.Random(seed * 2654435761 + 7).sample(range(n_types), 2)
+    return (min(a, b), max(a, b))
+
+
+@dataclass(frozen=True)
+class World:
+    """The relabeled layout of one episode; `labels()` is the dict the released logs record."""
+
+    n: int
+    door_base: str
+    key_base: str
+    machine: str
+    types: tuple[str, ...]
+    recipe: tuple[str, str]
+
+    @property
+    def n_types(self) -> int:
+        return len(self.types)
+
+    @property
+    def doors(self) -> list[str]:
+        return [f"{self.door_base}_{i}" for i in range(1, self.n + 1)]
+
+    def key(self, i: int) -> str:
+        return f"{self.key_base}_{i}"
+
+    def labels(self) -> dict[str, Any]:
+        return {"door_base": self.door_base, "key_base": self.key_base, "machine": self.machine,
+                "types": list(self.types), "recipe": list(self.recipe)}
+
+    @classmethod
+    def from_labels(cls, labels: dict[str, Any], n: int) -> World:
+        recipe = sorted(labels["recipe"])
+        return cls(n, labels["door_base"], labels["key_base"], labels["machine"], tuple(labels["types"]),
+                   (recipe[0], recipe[1]))
+
+
+def make_world(seed: int, n: int, n_types: int, scheme: str = "letter") -> World:
+    """Relabel door, key, machine and the T shard types with `seed`; draw the recipe pair."""
+    labels = relabel(["door", "key", "machine"] + [f"bp{i}" for i in range(n_types)], seed, scheme)
+    types = tuple(labels[f"bp{i}"] for i in range(n_types))
+    i, j = recipe_indices(seed, n_types)
+    recipe = sorted([types[i], types[j]])
+    return World(n, labels["door"], labels["key"], labels["machine"], types, (recipe[0], recipe[1]))
+
+
+# --------------------------------------------------------------------------------------------------
+# Parser (Appendix A.1)
+
+_ACT = re.compile(r"^\s*>?\s*(examine|combine|use|pickup)\b[\s:]*(.*?)\s*$", re.IGNORECASE)
+_SPLIT = re.compile(r"[+,\s]+|\bwith\b|\bto\b|\bon\b|\band\b", re.IGNORECASE)
+_PUNCT = "`'\"*.,;:!?()[]{}<>"
+_ARITY = {"pickup": 0, "examine": 1, "combine": 2, "use": 2}
+
+
+def _clean(tok: str) -> str:
+    return tok.strip().strip(_PUNCT).lower()
+
+
+def parse_action(line: str, labels: frozenset[str] = frozenset()) -> tuple[str, ...] | None:
+    """One line -> ("examine", x) | ("combine", a, b) | ("use", a, b) | ("pickup",) | None.
+
+    Case-insensitive, a leading '>' tolerated, arguments split on whitespace , + and with/to/on/and,
+    surrounding punctuation and articles dropped. An article that is itself a label of this world (the
+    letter scheme can draw 'a') is kept: pass the world's labels, lower-cased, as `labels`.
+    """
+    m = _ACT.match(line)
+    if not m:
+        return None
+    verb = m.group(1).lower()
+    toks = [t for t in (_clean(x) for x in _SPLIT.split(m.group(2)) if x) if t]
+    toks = [t for t in toks if t not in ARTICLES or t in labels]
+    if len(toks) < _ARITY[verb]:
+        return None
+    return (verb, *toks[: _ARITY[verb]])
+
+
+def extract_action(text: str, labels: frozenset[str] = frozenset()) -> tuple[str, ...] | None:
+    """The first parseable line of a reply acts; the rest of the reply is ignored."""
+    for line in text.splitlines():
+        act = parse_action(line, labels)
+        if act:
+            return act
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# State and transitions
+
+
+def progress_key(held_types: dict, ground_types: dict, held_keys: set, ground_keys: set, opened: int,
+                 machine: bool) -> tuple[int, int, int, int]:
+    """The released no-progress guard's measure: distinct types held + distinct types on the ground,
+    the same for keys, doors open, machine built. Sums, not unions, exactly as the reference code: an
+    examine that drops a type already held onto an empty ground counts as progress, a pickup never does.
+    The released logs confirm it (every no_progress stop falls on the 20th stale action, none earlier)."""
+    return (len(held_types) + len(ground_types), len(held_keys) + len(ground_keys), opened, int(machine))
+
+
+def progressed(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
+    """Progress means some component of `progress_key` grew."""
+    return any(a > b for a, b in zip(after, before, strict=True))
+
+
+@dataclass
+class Vault:
+    """The game state; `step(action)` applies one parsed action and returns its observation."""
+
+    world: World
+    drop_seed: int
+    hint: bool = True
+    held_types: dict[str, int] = field(default_factory=dict)
+    held_keys: set[int] = field(default_factory=set)
+    ground_types: dict[str, int] = field(default_factory=dict)
+    ground_keys: set[int] = field(default_factory=set)
+    has_machine: bool = False
+    opened: set[int] = field(default_factory=set)
+    dropped_types: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.drop_seed * 6151 + 1)
+        self._types = {t.casefold(): t for t in self.world.types}
+
+    # -- label lookups (case-insensitive) --
+    def _indexed(self, base: str, tok: str) -> int | None:
+        m = re.fullmatch(rf"{re.escape(base.casefold())}_(\d+)", tok.casefold())
+        return int(m.group(1)) if m else None
+
+    def _door(self, tok: str) -> int | None:
+        i = self._indexed(self.world.door_base, tok)
+        return i if i is not None and 1 <= i <= self.world.n else None
+
+    def _type(self, tok: str) -> str | None:
+        return self._types.get(tok.casefold())
+
+    def _is_machine(self, tok: str) -> bool:
+        return tok.casefold() == self.world.machine.casefold()
+
+    def label_set(self) -> frozenset[str]:
+        """Lower-cased labels, for the parser's article rule."""
+        w = self.world
+        return frozenset(x.lower() for x in (w.door_base, w.key_base, w.machine, *w.types))
+
+    def progress(self) -> tuple[int, int, int, int]:
+        return progress_key(self.held_types, self.ground_types, self.held_keys, self.ground_keys, len(self.opened),
+                            self.has_machine)
+
+    def holds_recipe(self) -> bool:
+        return all(self.held_types.get(t, 0) >= 1 for t in self.world.recipe)
+
+    def solved(self) -> bool:
+        return len(self.opened) == self.world.n
+
+    # -- actions --
+    def step(self, action: tuple[str, ...]) -> str:
+        verb = action[0]
+        if verb == "pickup":
+            return self.pickup()
+        if verb == "examine":
+            return self.examine(action[1])
+        if verb == "combine":
+            return self.combine(action[1], action[2])
+        if verb == "use":
+            return self.use(action[1], action[2])
+        raise ValueError(f"unknown verb {verb!r}; known: {', '.join(VERBS)}")
+
+    def examine(self, tok: str) -> str:
+        w = self.world
+        door = self._door(tok)
+        if door is not None:
+            ty = w.types[self.rng.randrange(w.n_types)]  # type first, then key: the released draw order
+            j = self.rng.randint(1, w.n)
+            self.ground_types[ty] = self.ground_types.get(ty, 0) + 1
+            self.ground_keys.add(j)
+            self.dropped_types.add(ty)
+            return (f"You search {w.doors[door - 1]}. Out falls {w.key(j)} and a {ty}. "
+                    "They lie on the ground -- pick them up.")
+        ty = self._type(tok)
+        if ty is not None:
+            if self.hint:
+                return (f"A small dull {ty}. It feels faintly active, and the sensation shifts when held alongside a "
+                        "different kind.")
+            return f"A small dull {ty}. Nothing remarkable."
+        if self._is_machine(tok) and self.has_machine:
+            return f"A {w.machine}. It has a recess; you are unsure what it does."
+        if self._indexed(w.key_base, tok) is not None:
+            return f"{tok}: a small fitted object."
+        return f"You examine {tok}: nothing of note."
+
+    def pickup(self) -> str:
+        if not self.ground_keys and not self.ground_types:
+            return "There is nothing on the ground to pick up."
+        got = []
+        if self.ground_keys:
+            got.append(", ".join(self.world.key(k) for k in sorted(self.ground_keys)))
+        if self.ground_types:
+            got.append(", ".join(f"{c} {ty}(s)" for ty, c in self.ground_types.items()))
+        for ty, c in self.ground_types.items():
+            self.held_types[ty] = self.held_types.get(ty, 0) + c
+        self.held_keys |= self.ground_keys
+        self.ground_keys, self.ground_types = set(), {}
+        return f"You pick up {' and '.join(got)}. (pickup is free.)"
+
+    def combine(self, a: str, b: str) -> str:
+        ta, tb = self._type(a), self._type(b)
+        if ta is None or tb is None:
+            return f"You combine {a} and {b}: nothing happens."
+        ha, hb = self.held_types.get(ta, 0), self.held_types.get(tb, 0)
+        enough = ha >= 2 if ta == tb else (ha >= 1 and hb >= 1)
+        if not enough or ta == tb or tuple(sorted((ta, tb))) != self.world.recipe:
+            return f"You combine {ta} and {tb}: nothing happens."
+        if self.has_machine:
+            return f"You already hold a {self.world.machine}."
+        self.has_machine = True
+        return f"You combine a {ta} and a {tb}. They fuse into a {self.world.machine} (new). It persists."
+
+    def use(self, item: str, target: str) -> str:
+        w = self.world
+        door = self._door(target)
+        if door is None:
+            return f"There is no {target}."
+        d = w.doors[door - 1]
+        if door in self.opened:
+            return f"{d} is already open."
+        if self._is_machine(item):
+            if not self.has_machine:
+                return f"You don't have a {w.machine}."
+            self.held_keys.add(door)
+            return f"You operate the {w.machine} on {d}. It yields {w.key(door)}. (the {w.machine} remains with you.)"
+        k = self._indexed(w.key_base, item)
+        if k is not None:
+            if k not in self.held_keys:
+                return f"You don't have {w.key(k)}."
+            if k == door:
+                self.opened.add(door)
+                return f"You use {w.key(k)} on {d}: it fits. {d} opens."
+            return f"You use {w.key(k)} on {d}: it does not fit."
+        ty = self._type(item)
+        if ty is not None:
+            return f"You press the {ty} to {d}: nothing."
+        return f"You use {item} on {d}: nothing happens."
+
+    # -- texts the agent reads (Appendix A.1) --
+    def initial_observation(self, budget: int | None) -> str:
+        w = self.world
+        text = (
+            f"You are in a sealed vault. There are {w.n} locked doors: {', '.join(w.doors)}.\n\n"
+            "GOAL: open ALL the doors, using as few actions as possible.\n\n"
+            "You may act on objects with these verbs (one action per turn, on its own line):\n"
+            "  examine <object>      - inspect or search an object\n"
+            "  combine <a> <b>       - combine two objects you hold\n"
+            "  use <object> <door>   - use an object on a door\n"
+            "  pickup                - collect everything on the ground (FREE: does NOT cost an action)\n"
+            "You hold nothing yet. Things you obtain persist unless stated otherwise."
+        )
+        if budget is not None:
+            text += (f"\n\nYou have a STRICT BUDGET of {budget} actions total (pickup is free and excluded). "
+                     f"If the doors are not all open within {budget} actions, you fail. Spend them wisely.")
+        return text + "\n\nWhat do you do?"
+
+    def status_line(self, budget: int | None, spent: int) -> str:
+        left = f", {budget - spent} actions left" if budget is not None else ""
+        return f"[{len(self.opened)}/{self.world.n} doors open{left}] What next?"
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading observations back (the importer and the scripted agents see only texts)
+
+_DOORS = re.compile(r"There are (\d+) locked doors: (.*?)\.\n")
+_DROP = re.compile(r"^You search (\S+)\. Out falls (\S+) and a (\S+)\. They lie on the ground")
+_PICKED_TYPE = re.compile(r"^(\d+) (\S+)\(s\)$")
+_FUSE = re.compile(r"^You combine a (\S+) and a (\S+)\. They fuse into a (\S+) \(new\)")
+_YIELD = re.compile(r"^You operate the (\S+) on (\S+)\. It yields (\S+)\.")
+_OPENS = re.compile(r"^You use (\S+) on (\S+): it fits\. (\S+) opens\.$")
+
+
+def doors_in(initial_observation: str) -> list[str]:
+    """The door labels listed by the first observation."""
+    m = _DOORS.search(initial_observation)
+    if not m:
+        raise ValueError("not a Lomekwi initial observation: no 'There are N locked doors: ...' line")
+    return m.group(2).split(", ")
+
+
+@dataclass
+class Observed:
+    """The public state rebuilt from (action, observation) pairs alone, no replay, no hidden labels.
+
+    Drops come from the search texts, holding from the pickup texts ("You pick up K, K' and 1 S(s)"),
+    the machine from the fuse text, keys from the machine's yield text, open doors from "it fits".
+    """
+
+    held_types: dict[str, int] = field(default_factory=dict)
+    ground_types: dict[str, int] = field(default_factory=dict)
+    held_keys: set[str] = field(default_factory=set)
+    ground_keys: set[str] = field(default_factory=set)
+    dropped_types: set[str] = field(default_factory=set)
+    opened: set[str] = field(default_factory=set)
+    machine: str | None = None
+    fused: tuple[str, str] | None = None
+
+    def feed(self, action: list[str] | tuple[str, ...], obs: str) -> None:
+        if m := _DROP.match(obs):
+            self.ground_keys.add(m.group(2))
+            self.ground_types[m.group(3)] = self.ground_types.get(m.group(3), 0) + 1
+            self.dropped_types.add(m.group(3))
+        elif action[0] == "pickup" and obs.startswith("You pick up ") and obs.endswith(". (pickup is free.)"):
+            for part in re.split(r", | and ", obs[len("You pick up "): -len(". (pickup is free.)")]):
+                if t := _PICKED_TYPE.match(part):
+                    self.held_types[t.group(2)] = self.held_types.get(t.group(2), 0) + int(t.group(1))
+                else:
+                    self.held_keys.add(part)
+            self.ground_types, self.ground_keys = {}, set()
+        elif m := _FUSE.match(obs):
+            self.machine, self.fused = m.group(3), (m.group(1), m.group(2))
+        elif m := _YIELD.match(obs):
+            self.machine = self.machine or m.group(1)
+            self.held_keys.add(m.group(3))
+        elif m := _OPENS.match(obs):
+            self.opened.add(m.group(3))
+
+    def progress(self) -> tuple[int, int, int, int]:
+        return progress_key(self.held_types, self.ground_types, self.held_keys, self.ground_keys, len(self.opened),
+                            self.fused is not None)
+
+    def holds(self, types: list[str] | tuple[str, ...]) -> bool:
+        return all(self.held_types.get(t, 0) >= 1 for t in types)
+
+
+# --------------------------------------------------------------------------------------------------
+# Episode protocol
+
+
+@dataclass
+class Episode:
+    """One episode's turn protocol and its record; the agent is whatever produces `reply` texts.
+
+    `messages` is the chat the agent sees (system prompt first); `feed(text, usage)` consumes one reply
+    and returns False once the episode is over. `record()` carries everything a metric needs.
+    """
+
+    world: World
+    drop_seed: int
+    budget: int | None
+    hint: bool = True
+    max_turns: int | None = None
+    no_progress_window: int = NO_PROGRESS_WINDOW
+    messages: list[dict[str, str]] = field(default_factory=list)
+    actions: list[list[str]] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    agent_texts: list[str] = field(default_factory=list)
+    turn_usage: list[dict[str, int]] = field(default_factory=list)
+    unparsed: list[dict[str, Any]] = field(default_factory=list)
+    hold_turn: int | None = None
+    build_turn: int | None = None
+    stop_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        self.vault = Vault(self.world, self.drop_seed, self.hint)
+        self._labels = self.vault.label_set()
+        if self.max_turns is None:
+            self.max_turns = max_turns_for(self.world.n, self.budget or budget_for(self.world.n))
+        self.turns = 0
+        self._noops = 0
+        self._stale = 0
+        self.messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                         {"role": "user", "content": self.vault.initial_observation(self.budget)}]
+
+    @property
+    def done(self) -> bool:
+        return self.stop_reason is not None
+
+    def spent(self) -> int:
+        """Budgeted actions so far: everything but pickup."""
+        return sum(1 for a in self.actions if a[0] != "pickup")
+
+    def feed(self, text: str, usage: dict[str, int] | None = None) -> bool:
+        if self.done:
+            raise RuntimeError("episode is over; start a new Episode")
+        t = self.turns
+        self.turns += 1
+        self.turn_usage.append(dict(usage or {}))
+        act = extract_action(text, self._labels)
+        if act is None:
+            self._noops += 1
+            self.unparsed.append({"turn": t, "text": text})
+            if self._noops >= NOOP_LIMIT:
+                self.stop_reason = "noop"
+            elif self.turns >= self.max_turns:
+                self.stop_reason = "max_turns"
+            else:
+                self.messages += [{"role": "assistant", "content": text}, {"role": "user", "content": NOOP_MESSAGE}]
+            return not self.done
+        self._noops = 0
+        before = self.vault.progress()
+        obs = self.vault.step(act)
+        self.actions.append(list(act))
+        self.observations.append(obs)
+        self.agent_texts.append(text)
+        if self.hold_turn is None and self.vault.holds_recipe():
+            self.hold_turn = len(self.actions) - 1
+        if self.build_turn is None and self.vault.has_machine:
+            self.build_turn = len(self.actions) - 1
+        self._stale = 0 if progressed(before, self.vault.progress()) else self._stale + 1
+        n = self.world.n
+        if self.vault.solved():
+            self.stop_reason, tail = "solved", f"\n\nAll {n} doors open. Done."
+        elif self.budget is not None and self.spent() >= self.budget:
+            self.stop_reason, tail = "out_of_budget", f"\n\nBudget exhausted ({self.budget} actions). You fail."
+        elif self._stale >= self.no_progress_window:
+            self.stop_reason, tail = "no_progress", ""
+        elif self.turns >= self.max_turns:
+            self.stop_reason, tail = "max_turns", ""
+        else:
+            tail = "\n\n" + self.vault.status_line(self.budget, self.spent())
+        self.messages += [{"role": "assistant", "content": text}, {"role": "user", "content": obs + tail}]
+        return not self.done
+
+    def record(self) -> dict[str, Any]:
+        """The JSONL row: enough to recompute every metric without replay."""
+        usage: dict[str, int] = {}
+        for u in self.turn_usage:
+            for k, v in u.items():
+                usage[k] = usage.get(k, 0) + int(v)
+        usage["calls"] = len(self.turn_usage)
+        return {
+            "n": self.world.n, "n_types": self.world.n_types, "budget": self.budget, "hint": self.hint,
+            "drop_seed": self.drop_seed, "labels": self.world.labels(),
+            "actions": self.actions, "observations": self.observations, "agent_texts": self.agent_texts,
+            "unparsed": self.unparsed, "turn_usage": self.turn_usage, "usage": usage,
+            "held": self.hold_turn is not None, "hold_turn": self.hold_turn,
+            "built": self.build_turn is not None, "build_turn": self.build_turn,
+            "dropped_both": set(self.world.recipe) <= self.vault.dropped_types,
+            "won": self.vault.solved(), "opened": len(self.vault.opened),
+            "total_actions": self.spent(), "pickups": len(self.actions) - self.spent(),
+            "turns": self.turns, "stop_reason": self.stop_reason,
+        }

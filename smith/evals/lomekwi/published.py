@@ -1,0 +1,45 @@
+"""The paper's Lomekwi findings (section 5.2, Figures 1-2) as checks on a summary.
+
+The paper prints no Lomekwi table; its claims are orderings read off the figures. Each check names the
+models it compares and is evaluated only when all of them are in the summary.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+from smith.evals.lomekwi.plots import classify
+
+# (claim, metric, [(family, label)...] that must be strictly decreasing in that metric)
+CLAIMS: list[tuple[str, str, list[tuple[str, str]]]] = [
+    ("recognition inverts across Claude: R(Haiku) > R(Sonnet)", "R", [("Claude", "Haiku"), ("Claude", "Sonnet")]),
+    ("recognition inverts across Claude: R(Haiku) > R(Opus)", "R", [("Claude", "Haiku"), ("Claude", "Opus")]),
+    ("Opus builds less than Haiku", "build_rate", [("Claude", "Haiku"), ("Claude", "Opus")]),
+    ("Qwen3.5 27B builds less than 4B", "build_rate", [("Qwen3.5", "4B"), ("Qwen3.5", "27B")]),
+    ("recognition falls with size in Qwen3.5: R(4B) > R(9B) > R(27B)", "R",
+     [("Qwen3.5", "4B"), ("Qwen3.5", "9B"), ("Qwen3.5", "27B")]),
+    ("success grows with size in Claude: S(Opus) > S(Sonnet) > S(Haiku)", "S",
+     [("Claude", "Opus"), ("Claude", "Sonnet"), ("Claude", "Haiku")]),
+    ("efficiency grows with size in Claude: E(Opus) > E(Sonnet) > E(Haiku)", "E",
+     [("Claude", "Opus"), ("Claude", "Sonnet"), ("Claude", "Haiku")]),
+    ("curiosity grows with size in Claude: C(Sonnet) > C(Haiku)", "C", [("Claude", "Sonnet"), ("Claude", "Haiku")]),
+    ("curiosity grows with size in Qwen3.5: C(27B) > C(9B) > C(2B)", "C",
+     [("Qwen3.5", "27B"), ("Qwen3.5", "9B"), ("Qwen3.5", "2B")]),
+    ("efficiency drops at the middle Qwen3.5 size: E(4B) > E(9B)", "E", [("Qwen3.5", "4B"), ("Qwen3.5", "9B")]),
+    ("efficiency drops at the middle Qwen3.5 size: E(27B) > E(9B)", "E", [("Qwen3.5", "27B"), ("Qwen3.5", "9B")]),
+]
+
+
+def check_claims(models: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each applicable claim with the values it compared and whether the summary agrees."""
+    by_id = {classify(m)[0::2]: m for m in models}
+    out = []
+    for claim, metric, members in CLAIMS:
+        if not all(k in by_id for k in members):
+            continue
+        values = {f"{fam} {label}": models[by_id[(fam, label)]][metric] for fam, label in members}
+        seq = list(values.values())
+        out.append({"claim": claim, "metric": metric, "values": values,
+                    "agrees": all(a > b for a, b in pairwise(seq))})
+    return out
