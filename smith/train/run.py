@@ -122,6 +122,21 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
     )
 
 
+def scripted_policy(spec: str, tok: Any) -> Any:
+    """`generation.backend=scripted generation.script=module:function`: scripted text, real everything else
+    (dry runs of the whole pipeline, and tests that need a non-empty pool in a subprocess)."""
+    import importlib
+
+    from smith.models.scripted import ScriptedBackend
+
+    module, _, func = spec.partition(":")
+    try:
+        script = getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise SystemExit(f"error: generation.script '{spec}' is not an importable module:function ({e})") from None
+    return ScriptedBackend(tok, script)
+
+
 def external_backend(section: DictConfig) -> Any:
     from smith.models import load_backend
 
@@ -130,7 +145,7 @@ def external_backend(section: DictConfig) -> Any:
     return load_backend(f"openai:{section.base_url}#{section.model_name}")
 
 
-def train(cfg: DictConfig, run_dir: Path) -> Path:
+def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from accelerate import PartialState
     from datasets import Dataset
 
@@ -143,7 +158,10 @@ def train(cfg: DictConfig, run_dir: Path) -> Path:
     torch.manual_seed(int(cfg.seed))
     model, tok, model_path = load_policy(cfg, on_gpu)
     catalog = load_catalog(cfg.tasks.catalog)
-    seen = [c.name for c in catalog.seen]
+    seen = list(cfg.tasks.categories) if cfg.tasks.categories else [c.name for c in catalog.seen]
+    unknown = sorted(set(seen) - {c.name for c in catalog.categories})
+    if unknown:
+        raise SystemExit(f"error: tasks.categories has unknown categories {unknown}; known: {catalog.names}")
     source = TaskSource(seen, int(cfg.build.n_examples), int(cfg.build.k_heldout), int(cfg.tasks.seed),
                         str(cfg.tasks.cache_dir), band_examples=str(cfg.build.band_examples),
                         band_heldout=str(cfg.build.band_heldout))
@@ -172,11 +190,13 @@ def train(cfg: DictConfig, run_dir: Path) -> Path:
         rollout.admit = session.stage
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=grpo_args(cfg, run_dir, on_gpu,
                                state.num_processes), train_dataset=dataset, processing_class=tok, smith=session,
-                               callbacks=[SmithCallback(session)])
+                               callbacks=[SmithCallback(session), *callbacks])
         if cfg.generation.backend == "vllm":
             from smith.train.vllm_policy import TRLVLLMPolicy
 
             rollout.policy = TRLVLLMPolicy(trainer, tok)
+        elif cfg.generation.backend == "scripted":
+            rollout.policy = scripted_policy(str(cfg.generation.script), tok)
         if ckpt is not None:
             restore(session, model, ckpt)
             print(f"resuming {run_dir} from {ckpt.name} (pool of {len(pool)} tools)")

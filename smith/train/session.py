@@ -6,6 +6,7 @@ build the rollout, hand both to the trainer, train (or resume), and save the poo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -70,6 +71,15 @@ class Session:
         for entries in everyone:
             for e in entries:
                 self.pool.admit(e)
+
+    def log_rank(self, rank: int, step: int, advantages: list[float]) -> None:
+        rows = self.run_dir / "ranks"
+        rows.mkdir(exist_ok=True)
+        digest = hashlib.sha1(json.dumps(self.pool.to_json()["entries"], sort_keys=True).encode()).hexdigest()
+        row = {"step": step, "advantages": [round(a, 6) for a in advantages], "pool_size": len(self.pool),
+               "pool_digest": digest}
+        with (rows / f"rank{rank}.jsonl").open("a") as f:
+            f.write(json.dumps(row) + "\n")
 
     # -- logging ---------------------------------------------------------------------------------------
     def record(self, samples: list[Sample]) -> None:

@@ -125,6 +125,8 @@ class SmithTrainer(GRPOTrainer):
         metrics["adv/total/mean_abs"].append(adv.advantages.abs().mean().item())
         for name, value in cfg.step_metrics.items():
             metrics[name].append(value)
+        if self.accelerator.num_processes > 1:  # what every rank must agree on, for multi-rank checks
+            cfg.log_rank(self.accelerator.process_index, self.state.global_step, adv.advantages.tolist())
         return out
 
 

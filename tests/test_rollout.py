@@ -1,0 +1,186 @@
+"""Issue 5: build and use episodes end to end with the real sandbox, exact rewards, masks and pool contents.
+
+Completions are scripted (the allowed test double for LLM text); tokenizer, template, sandbox, parsing,
+rewards and the pool are real. One test runs the real tiny model instead of a script.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+from transformers import AutoTokenizer
+
+from sandbox import Limits, Sandbox
+from smith.models.scripted import ScriptedBackend
+from smith.pool import PoolEntry, ToolPool
+from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask, continuation_ids
+from smith.tasks import items
+
+REVERSE = "def spell_backward(question: str) -> str:\n    return question.split(':')[-1].strip()[::-1]\n"
+SCHEMA = {"name": "spell_backward", "description": "Spells the word at the end of the question backward.",
+          "parameters": {"type": "object", "properties": {"question": {"type": "string",
+                                                                       "description": "the question text"}},
+                         "required": ["question"]}}
+RAISES = "def spell_backward(question: str) -> str:\n    raise ValueError('not today')\n"
+LCM = ("import math\nimport re\n\ndef lcm_tool(question: str) -> str:\n"
+       "    nums = [int(x) for x in re.findall(r'\\d+', question.split(':')[-1])]\n"
+       "    return str(math.lcm(*nums))\n")
+LCM_SCHEMA = {"name": "lcm_tool", "description": "Least common multiple of the numbers listed in the question.",
+              "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
+                             "required": ["question"]}}
+
+
+def response(code: str, schema: dict) -> str:
+    return f"```python\n{code}```\n```json\n{json.dumps(schema)}\n```"
+
+
+@pytest.fixture(scope="module")
+def tok(tiny_model_dir):
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(isolation="strict", workers=2) as sb:
+        yield sb
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    cache = str(tmp_path_factory.mktemp("items"))
+    return {(c, b): items(c, b, 8, seed=0, cache_dir=cache)
+            for c in ["spell_backward", "lcm"] for b in ["easy", "hard"]}
+
+
+def make(policy, sandbox, pool=None, **kw):
+    settings = RolloutSettings(max_completion_length=600, temperature=1.0, top_p=1.0, evaluator="direct",
+                               judge="none", **kw)
+    return Rollout(policy, sandbox, Limits(timeout_s=2.0, memory_mb=256), pool or ToolPool(), settings)
+
+
+def build_task(bank, cat="spell_backward", k=4):
+    return BuildTask(cat, bank[(cat, "easy")][:4], bank[(cat, "hard")][:k])
+
+
+def test_build_correct_malformed_and_raising_tools(tok, sandbox, bank):
+    replies = iter([response(REVERSE, SCHEMA), "```python\ndef f(:\n```", response(RAISES, SCHEMA)])
+    policy = ScriptedBackend(tok, lambda ctx: next(replies))
+    pool = ToolPool()
+    ro = make(policy, sandbox, pool)
+    try:
+        samples = ro.run([build_task(bank)] * 3, [], random.Random(0))
+    finally:
+        ro.close()
+    good, bad, raising = samples
+    assert good.rewards["format"] == 0.5 and good.rewards["evaluation"] == 1.0
+    assert math.isnan(good.rewards["judge"]) and math.isnan(good.rewards["use"])  # judge off; use n/a
+    assert bad.rewards == {"format": 0.0, "evaluation": 0.0, "judge": bad.rewards["judge"], "use": bad.rewards["use"]}
+    assert not bad.trace["parse"]["ok"]
+    assert raising.rewards["format"] == 0.5 and raising.rewards["evaluation"] == 0.0
+    # only the working tool entered the pool
+    assert [(e.category, e.function_name, e.r_eval) for e in pool] == [("spell_backward", "spell_backward", 1.0)]
+    for s in samples:  # build samples: every completion token is the model's
+        assert len(s.completion_ids) == len(s.logprobs) == len(s.mask) and all(s.mask)
+        assert s.completion_ids[-1] == tok.eos_token_id
+
+
+def test_use_episode_wrong_call_then_right_call(tok, sandbox, bank):
+    pool = ToolPool(groups={"spell_backward": "Algorithms", "lcm": "Arithmetic", "gcd": "Arithmetic"})
+    pool.admit(PoolEntry("spell_backward", REVERSE, SCHEMA, "spell_backward", 1.0))
+    pool.admit(PoolEntry("lcm", LCM, LCM_SCHEMA, "lcm_tool", 1.0))
+    item = bank[("spell_backward", "hard")][0]
+    turn = {"n": 0}
+
+    def script(ctx: str) -> str:
+        turn["n"] += 1
+        names = [t["function"]["name"] for t in map(json.loads, ctx.split("<tools>\n")[1].split("\n</tools>")[0]
+                                                           .splitlines())]
+        right = next(n for n in names if n.startswith("spell_backward"))
+        if turn["n"] == 1:
+            return '<tool_call>\n{"name": "no_such_tool", "arguments": {"question": "x"}}\n</tool_call>'
+        if turn["n"] == 2:
+            return '<tool_call>\n' + json.dumps({"name": right, "arguments": {"question": item.question}}) + \
+                "\n</tool_call>"
+        return item.answer
+
+    ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5)
+    try:
+        (s,) = ro.run([], [UseTask("spell_backward", [], item)], random.Random(1))
+    finally:
+        ro.close()
+    assert s.trace["correct"] and s.trace["turns"] == 3
+    # rho = 3/5 = 0.6 > 0.5: eta = max(0.3, 0.7 * (1 - 2 * 0.1) ** 2) = 0.448; r = 2 * 0.448
+    assert s.rewards["use"] == pytest.approx(2 * 0.7 * 0.8**2)
+    assert [c["status"] for c in s.trace["calls"]] == ["unknown_tool", "ok"]
+    # masks: exactly the two tool-response segments are 0, and they are the template's tool turns
+    zeros = [i for i, m in enumerate(s.mask) if m == 0]
+    segments, start = [], None
+    for a, b in zip([-2, *zeros], [*zeros, 10**9], strict=True):
+        if b != a + 1:
+            if start is not None:
+                segments.append((start, a + 1))
+            start = b
+    assert len(segments) == 2
+    for (a, b) in segments:
+        text = tok.decode(s.completion_ids[a:b])
+        assert "<tool_response>" in text and text.rstrip().endswith("<|im_start|>assistant")
+        assert s.completion_ids[a - 1] == tok.eos_token_id  # each follows a model turn's end-of-turn token
+    assert "error: unknown tool 'no_such_tool'" in tok.decode(s.completion_ids[segments[0][0]:segments[0][1]])
+    assert item.answer in tok.decode(s.completion_ids[segments[1][0]:segments[1][1]])
+    assert sum(s.mask) == len(s.mask) - sum(b - a for a, b in segments)
+
+
+def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
+    item = bank[("spell_backward", "hard")][1]
+
+    def script(ctx: str) -> str:
+        if "Your tool is now available as" not in ctx:
+            return response(REVERSE, SCHEMA)
+        name = ctx.split("Your tool is now available as `")[1].split("`")[0]
+        if "<tool_response>" not in ctx:
+            return "<tool_call>\n" + json.dumps({"name": name, "arguments": {"question": item.question}}) + \
+                "\n</tool_call>"
+        return f"Answer: {item.answer}"
+
+    pool = ToolPool()
+    task = UseTask("spell_backward", bank[("spell_backward", "easy")][:4], item, bank[("spell_backward", "hard")][2:6])
+    ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5)
+    try:
+        (s,) = ro.run([], [task], random.Random(2))
+    finally:
+        ro.close()
+    assert s.trace["correct"]
+    assert s.rewards["format"] == 0.5 and s.rewards["evaluation"] == 1.0  # the inner build was graded
+    assert s.rewards["use"] == pytest.approx(2 * (1 - 2 * 0.3 * 0.4))  # 2 use turns of 5: rho 0.4
+    assert len(pool) == 1  # and admitted
+
+
+def test_continuation_ids_match_the_template(tok):
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    full = tok.apply_chat_template([*msgs, {"role": "tool", "content": "42"}], tokenize=False,
+                                   add_generation_prompt=True)
+    ids = continuation_ids(tok, [{"role": "tool", "content": "42"}])
+    assert full.endswith(tok.decode(ids))
+
+
+def test_real_tiny_model_rollout_shapes(tiny_model_dir, sandbox, bank):
+    from smith.models.hf import HFBackend
+
+    policy = HFBackend.from_pretrained(tiny_model_dir)
+    pool = ToolPool()
+    pool.admit(PoolEntry("spell_backward", REVERSE, SCHEMA, "spell_backward", 1.0))
+    ro = make(policy, sandbox, pool, max_turns=2)
+    ro.s.max_completion_length = 24
+    try:
+        samples = ro.run([build_task(bank)] * 2, [UseTask("spell_backward", [], bank[("spell_backward", "hard")][0])]
+                         * 2, random.Random(0))
+    finally:
+        ro.close()
+    assert [s.kind for s in samples] == ["build", "build", "use", "use"]
+    for s in samples:
+        assert 0 < len(s.completion_ids) <= 24 and len(s.logprobs) == len(s.mask) == len(s.completion_ids)
+        assert all(lp <= 0 for lp, m in zip(s.logprobs, s.mask, strict=True) if m)
+        assert not math.isnan(s.rewards["format" if s.kind == "build" else "use"])

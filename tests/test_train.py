@@ -1,0 +1,140 @@
+"""Issue 6: the SMITH trainer on the tiny model: a real optimizer step, evaluator sync, CLI runs, resume
+after a clean stop and after kill -9, and two CPU ranks that agree."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from smith.config import compose
+from smith.train import resolve_run_dir
+from smith.train.run import train
+
+from .conftest import ROOT
+
+SCRIPTED = ["generation.backend=scripted", "generation.script=tests.scripts:formatted_tools",
+            "tasks.categories=[spell_backward,lcm]"]
+
+
+def overrides(tiny_model_dir: Path, tmp: Path, *extra: str) -> list[str]:
+    return ["recipe=tiny", f"model.tiny_dir={tiny_model_dir}", f"tasks.cache_dir={tmp / 'items'}", *SCRIPTED,
+            *extra]
+
+
+class Snapshots(TrainerCallback):
+    def __init__(self) -> None:
+        self.rows: list[dict[str, dict[str, torch.Tensor]]] = []
+
+    def on_step_end(self, args, state, control, model=None, **kw):
+        self.rows.append({n: p.detach().clone() for n, p in model.named_parameters()})
+
+
+def _split(params: dict[str, torch.Tensor], tag: str) -> dict[str, torch.Tensor]:
+    return {n.replace(f".{tag}.", "."): p for n, p in params.items() if f".{tag}." in n}
+
+
+def test_optimizer_steps_change_only_the_policy_and_sync_copies_it(tiny_model_dir, tmp_path):
+    cfg = compose("config", overrides(tiny_model_dir, tmp_path, f"output_dir={tmp_path / 'run'}", "max_steps=3",
+                                      "save_every=100", "evaluator.sync_every=2"), ("recipe",))
+    snaps = Snapshots()
+    from peft import PeftModel  # noqa: F401  (the policy is a PEFT model with two adapters)
+
+    before: dict[str, torch.Tensor] = {}
+
+    class First(TrainerCallback):
+        def on_train_begin(self, args, state, control, model=None, **kw):
+            before.update({n: p.detach().clone() for n, p in model.named_parameters()})
+
+    train(cfg, resolve_run_dir(cfg), callbacks=(First(), snaps))
+    s1, s2, s3 = snaps.rows
+    pol0, ev0 = _split(before, "default"), _split(before, "evaluator")
+    assert pol0 and pol0.keys() == ev0.keys()
+    # step 1: the policy adapter moved (non-zero gradient), the evaluator copy and the base did not
+    assert any(not torch.equal(s1[n], before[n]) for n in before if ".default." in n)
+    assert all(torch.equal(s1[n], before[n]) for n in before if ".default." not in n)
+    # step 2: still frozen (the sync happens at the start of step 3's rollout)
+    assert all(torch.equal(a, b) for a, b in zip(_split(s2, "evaluator").values(), ev0.values(), strict=True))
+    # step 3: the copy equals the policy as it was after step 2, and the policy moved on
+    ev3, pol2 = _split(s3, "evaluator"), _split(s2, "default")
+    assert all(torch.equal(ev3[n], pol2[n]) for n in pol2)
+    assert any(not torch.equal(_split(s3, "default")[n], pol2[n]) for n in pol2)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for axis in ["format", "evaluation", "judge", "use"]:
+        assert f"rewards/{axis}/mean" in rows[0]
+    assert rows[0]["rewards/format/mean"] == pytest.approx(0.25)  # one good (0.5), one malformed (0) build
+
+
+def _train_cli(*args: str, wait: bool = True, env_extra: dict | None = None):
+    env = {**os.environ, "WANDB_MODE": "disabled", **(env_extra or {})}
+    cmd = [sys.executable, "train.py", *args]
+    if not wait:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def _steps(run: Path) -> list[int]:
+    return [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_cli_run_then_resume(tiny_model_dir, tmp_path):
+    run = tmp_path / "run"
+    base = overrides(tiny_model_dir, tmp_path)
+    proc = _train_cli(*base, "max_steps=3", f"output_dir={run}")
+    assert f"run directory: {run}" in proc.stdout
+    assert _steps(run) == [1, 2, 3]
+    assert (run / "checkpoint-2" / "adapter_model.safetensors").exists()
+    assert (run / "checkpoint-2" / "tool_pool.json").exists() and (run / "tool_pool.json").exists()
+    assert (run / "step-2").is_symlink()
+    row = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
+    assert {"rewards/format/mean", "rewards/evaluation/mean", "rewards/judge/mean", "rewards/use/mean"} <= set(row)
+    _train_cli(*base, "max_steps=5", f"resume={run}")
+    steps = _steps(run)
+    assert steps[-2:] == [4, 5] and 3 in steps  # resumed from checkpoint-2; step 3 replayed, then 4 and 5
+    assert (run / "checkpoint-4" / "smith_checkpoint.json").exists()
+
+
+def test_kill_9_then_resume_keeps_pool_and_step(tiny_model_dir, tmp_path):
+    run = tmp_path / "run"
+    base = [*overrides(tiny_model_dir, tmp_path), "max_steps=8", "save_every=2"]
+    proc = _train_cli(*base, f"output_dir={run}", wait=False)
+    marker = run / "checkpoint-4" / "smith_checkpoint.json"
+    deadline = time.time() + 400
+    while not marker.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert marker.exists(), proc.stdout.read() if proc.poll() is not None else "no checkpoint-4 in time"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    saved = json.loads((run / "checkpoint-4" / "tool_pool.json").read_text())
+    assert saved["entries"], "the scripted policy writes working tools: the pool must not be empty"
+    _train_cli(*base, f"resume={run}")
+    final = json.loads((run / "checkpoint-8" / "smith_checkpoint.json").read_text())
+    assert final["step"] == 8
+    pool = json.loads((run / "tool_pool.json").read_text())
+    codes = {e["code"] for e in pool["entries"]}
+    assert {e["code"] for e in saved["entries"]} <= codes  # nothing lost from the checkpointed pool
+
+
+def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+    run = tmp_path / "run"
+    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "train.py", *overrides(tiny_model_dir, tmp_path),
+           "max_steps=2", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}"]
+    env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r0 = (run / "ranks" / "rank0.jsonl").read_text().splitlines()
+    r1 = (run / "ranks" / "rank1.jsonl").read_text().splitlines()
+    assert len(r0) == 2 and r0 == r1  # same gathered advantages and the same pool on both ranks
