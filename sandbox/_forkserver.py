@@ -1,0 +1,422 @@
+"""The fork server that runs inside each sandbox worker; the tool process is forked from it.
+
+Runs as a plain script (`python -I -B _forkserver.py FD`) inside bubblewrap ("strict") or as a bare
+child ("process"), so it imports only the standard library. It speaks to the host over a SEQPACKET
+control socket (FD): the host sends pipes with SCM_RIGHTS, the server forks a tool process that drops
+to the worker's unprivileged uid, applies rlimits and a seccomp filter, loads the tool source once, then
+answers calls over those pipes. The server never reads tool output; it only forks, kills and reaps
+(DESIGN.md section 4: one process per tool, whole tree killed and reaped).
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import contextlib
+import ctypes
+import errno
+import fcntl
+import io
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+SECCOMP_MODE_FILTER = 2
+CLONE_NEWNET = 0x40000000
+REQ_FD, RESP_FD = 3, 4
+HEADER = struct.Struct(">I")
+ERROR_CHARS = 2000
+LIMIT_ERRNOS = {errno.EAGAIN, errno.EFBIG, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EDQUOT, errno.ENOMEM}
+PRELOAD = (
+    "math", "re", "json", "itertools", "collections", "functools", "fractions", "decimal", "string",
+    "random", "statistics", "heapq", "bisect", "datetime", "operator", "typing", "dataclasses", "copy",
+    "threading", "subprocess", "cmath",
+)  # fmt: skip
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _prctl(option: int, arg: int | ctypes.c_void_p = 0) -> None:
+    if _libc.prctl(option, arg, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl({option}): {os.strerror(err)}")
+
+
+def load_seccomp(bpf: bytes) -> None:
+    """Install a classic-BPF seccomp program built on the host by libseccomp (sandbox/seccomp.py)."""
+    buf = ctypes.create_string_buffer(bpf, len(bpf))
+    prog = _SockFprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+
+
+# ---------------------------------------------------------------- framing (shared with the host)
+
+
+def pack(obj: object) -> bytes:
+    data = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode()
+    return HEADER.pack(len(data)) + data
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        b = os.read(fd, n - got)
+        if not b:
+            return None
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> object | None:
+    head = _read_exact(fd, HEADER.size)
+    if head is None:
+        return None
+    body = _read_exact(fd, HEADER.unpack(head)[0])
+    return None if body is None else json.loads(body)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+# ---------------------------------------------------------------- inside the tool process
+
+
+def _classify(exc: BaseException) -> str:
+    """A resource limit surfaced as an exception is "limit"; anything else the tool raised is "error"."""
+    if isinstance(exc, MemoryError):
+        return "limit"
+    if isinstance(exc, OSError) and exc.errno in LIMIT_ERRNOS:
+        return "limit"
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        return "limit"
+    return "error"
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except BaseException:
+        text = f"{type(exc).__name__}: <unprintable>"
+    return text[:ERROR_CHARS]
+
+
+def _encode_value(value: object, max_bytes: int) -> tuple[str, object, str | None]:
+    """JSON-safe value or its repr; over max_bytes is a "limit" (a huge return cannot swamp the host)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except BaseException:
+        try:
+            value = repr(value)
+        except BaseException as exc:
+            value = f"<unrepresentable {type(value).__name__}: {_describe(exc)}>"
+    try:
+        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
+    except BaseException as exc:
+        return "error", None, _describe(exc)
+    if size > max_bytes:
+        return "limit", None, f"return value is {size} bytes, over the {max_bytes}-byte cap (Limits.max_return_bytes)"
+    return "ok", value, None
+
+
+def _flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+
+
+def _reset_std() -> None:
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the tool process
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
+
+
+def _apply_rlimits(lim: dict) -> None:
+    mb = 1024 * 1024
+    pairs = [
+        (resource.RLIMIT_AS, lim["memory_mb"] * mb),
+        (resource.RLIMIT_CPU, lim["cpu_s"]),
+        (resource.RLIMIT_NPROC, lim["nproc"]),
+        (resource.RLIMIT_FSIZE, lim["fsize_mb"] * mb),
+        (resource.RLIMIT_NOFILE, lim["nofile"]),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    for kind, value in pairs:
+        if value is not None:
+            resource.setrlimit(kind, (value, value))
+
+
+def _run_script(msg: dict) -> None:
+    """SandboxFusion-style program: stdin from the request, exit code as the value."""
+    with open("stdin", "w") as fh:
+        fh.write(msg.get("stdin") or "")
+    fd = os.open("stdin", os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
+    os.unlink("stdin")
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.argv = ["main.py"]
+    t0 = time.perf_counter()
+    code = 0
+    try:
+        exec(compile(msg["code"], "main.py", "exec"), {"__name__": "__main__", "__builtins__": builtins})
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, int | None):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    _flush_std()
+    write_all(RESP_FD, pack({"status": "ok", "value": code, "error": None, "seconds": time.perf_counter() - t0}))
+
+
+def tool_main() -> None:
+    """Load the tool once, then answer one frame per call until the host closes the request pipe."""
+    msg = read_frame(REQ_FD)
+    if msg is None:
+        return
+    _apply_rlimits(msg["limits"])
+    if msg["kind"] == "script":
+        _run_script(msg)
+        return
+    max_bytes = msg["max_return_bytes"]
+    t0 = time.perf_counter()
+    namespace: dict = {"__name__": "__tool__", "__builtins__": builtins}
+    status, error, fn = "ok", None, None
+    try:
+        exec(compile(msg["code"], "<tool>", "exec"), namespace)
+        fn = namespace.get(msg["func"])
+        if not callable(fn):
+            status, error = "error", f"NameError: the tool defines no function named {msg['func']!r}"
+    except BaseException as exc:
+        status, error = _classify(exc), _describe(exc)
+    _flush_std()
+    write_all(RESP_FD, pack({"status": status, "error": error, "seconds": time.perf_counter() - t0}))
+    if status != "ok":
+        return
+    while (call := read_frame(REQ_FD)) is not None:
+        args = call["args"]
+        t0 = time.perf_counter()
+        value, error = None, None
+        try:
+            if isinstance(args, dict):
+                out = fn(**args)
+            elif isinstance(args, list):
+                out = fn(*args)
+            else:
+                out = fn(args)
+            status, value, error = _encode_value(out, max_bytes)
+        except BaseException as exc:
+            status, error = _classify(exc), _describe(exc)
+        _flush_std()
+        reply = {"status": status, "value": value, "error": error, "seconds": time.perf_counter() - t0}
+        write_all(RESP_FD, pack(reply))
+
+
+# ---------------------------------------------------------------- the server
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+def _drop_privileges(uid: int) -> None:
+    """Empty the capability bounding set, switch to the tool's uid, then clear what setuid leaves."""
+    with open("/proc/sys/kernel/cap_last_cap") as fh:
+        last = int(fh.read())
+    for cap in range(last + 1):
+        _prctl(PR_CAPBSET_DROP, cap)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable for both 32-bit halves: all zero
+    if _libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+class ForkServer:
+    """Forks, kills and reaps tool processes for one worker; one tool process at a time."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.child: int | None = None
+        self.cwd: str | None = None
+        self.seq = 0
+
+    def init(self, cfg: dict) -> dict:
+        self.uid = cfg["uid"]
+        self.workdir_root = cfg["workdir_root"]
+        self.bpf = base64.b64decode(cfg["bpf"]) if cfg["bpf"] else None
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        net = cfg["unshare_net"] and _libc.unshare(CLONE_NEWNET) == 0
+        with open("/proc/net/dev") as fh:
+            ifaces = sorted(line.split(":")[0].strip() for line in fh.readlines()[2:])
+        for name in PRELOAD:
+            __import__(name)
+        return {
+            "ok": True,
+            "uid": os.geteuid(),
+            "can_setuid": os.geteuid() == 0 and self.uid is not None,
+            "interfaces": ifaces,
+            "unshared_net": bool(net),
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+        }
+
+    def spawn(self, fds: list[int]) -> dict:
+        """Pre-fork the next tool process; it waits, already confined, for its load frame."""
+        self.seq += 1
+        self.cwd = os.path.join(self.workdir_root, f"run{self.seq}")
+        os.mkdir(self.cwd, 0o700)
+        if self.uid is not None:
+            os.chown(self.cwd, self.uid, self.uid)
+        pid = os.fork()
+        if pid == 0:
+            self._child(fds)
+        for fd in fds:
+            os.close(fd)
+        self.child = pid
+        return {"ok": True, "pid": pid}
+
+    def _child(self, fds: list[int]) -> None:
+        try:
+            os.setsid()
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]  # above 0..4, so dup2 clobbers none
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            for target, fd in zip((REQ_FD, RESP_FD, 1, 2), high, strict=True):
+                os.dup2(fd, target)
+            os.closerange(5, 1 << 20)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if self.uid is not None:
+                _drop_privileges(self.uid)
+            os.chdir(self.cwd)
+            os.environ.clear()
+            os.environ.update(PATH="/usr/bin:/bin", HOME=self.cwd, TMPDIR=self.cwd, LANG="C.UTF-8")
+            if self.bpf is not None:
+                load_seccomp(self.bpf)
+            _reset_std()
+            tool_main()
+            _flush_std()
+        except BaseException:
+            try:
+                traceback.print_exc()
+                _flush_std()
+            finally:
+                os._exit(70)
+        os._exit(0)
+
+    def _tool_pids(self) -> list[int]:
+        pids = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/status") as fh:
+                    for line in fh:
+                        if line.startswith("Uid:"):
+                            if int(line.split()[1]) == self.uid:
+                                pids.append(int(name))
+                            break
+            except OSError:
+                continue
+        return pids
+
+    def reap(self) -> dict:
+        """SIGKILL every process of the tool's uid, reap them all, remove the working directory."""
+        exit_status = None
+        deadline = time.monotonic() + 10.0
+        if self.uid is None and self.child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.child, signal.SIGKILL)
+        while True:
+            victims = self._tool_pids() if self.uid is not None else []
+            for pid in victims:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid == self.child:
+                    exit_status = status
+                    self.child = None
+            if not victims and self.child is None:
+                break
+            if time.monotonic() > deadline:
+                return {"ok": False, "error": f"tool processes survived SIGKILL for 10 s: {victims}"}
+            time.sleep(0.0002)
+        if self.cwd is not None:
+            shutil.rmtree(self.cwd, ignore_errors=True)
+            self.cwd = None
+        if exit_status is None:
+            return {"ok": True, "exit": None, "signal": None}
+        if os.WIFSIGNALED(exit_status):
+            return {"ok": True, "exit": None, "signal": os.WTERMSIG(exit_status)}
+        return {"ok": True, "exit": os.WEXITSTATUS(exit_status), "signal": None}
+
+    def serve(self) -> None:
+        while True:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(self.sock, 1 << 20, 8)
+            except OSError:
+                return
+            if not data:
+                return
+            msg = json.loads(data)
+            try:
+                if msg["op"] == "init":
+                    reply = self.init(msg)
+                elif msg["op"] == "recycle":
+                    reply = self.reap()
+                    if reply["ok"] and fds:
+                        reply.update(self.spawn(fds))
+                    else:
+                        for fd in fds:
+                            os.close(fd)
+                else:
+                    reply = {"ok": False, "error": f"unknown op {msg['op']!r}"}
+            except Exception as exc:
+                reply = {"ok": False, "error": _describe(exc)}
+            try:
+                self.sock.send(json.dumps(reply).encode())
+            except OSError:
+                return
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    ForkServer(sock).serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""Sandbox: a thread-safe pool of pre-started workers that runs untrusted tools, failing closed.
+
+DESIGN.md section 4. "strict" = bubblewrap (read-only system, private /tmp, new pid/net/ipc/uts
+namespaces, capabilities dropped) + a dedicated unprivileged uid per worker + seccomp + rlimits.
+"process" = a dedicated uid (when root) + new session + scrubbed environment + private working
+directory + rlimits + a network namespace where the kernel allows it. See docs/sandbox.md.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sandbox.seccomp import build_bpf
+from sandbox.types import Limits, Result
+from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
+
+ISOLATIONS = ("strict", "process")
+UID_BASE, UID_SPAN = 1_000_000_000, 1_000_000_000  # far above any real account; one fresh uid per worker
+
+
+class Sandbox:
+    """Run `func_name` from untrusted `code` once per argument object; see sandbox/__init__.py for the API."""
+
+    def __init__(self, isolation: str = "strict", workers: int | None = None, tmp_mb: int = 64) -> None:
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
+        self.isolation = isolation
+        self.size = workers if workers is not None else max(1, os.cpu_count() or 1)
+        if self.size < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.tmp_mb = tmp_mb
+        self._root = os.geteuid() == 0
+        if isolation == "strict":
+            if not self._root:
+                raise SandboxUnavailable(
+                    "strict isolation runs each tool under a fresh unprivileged uid, which needs root "
+                    "(RLIMIT_NPROC is per uid); run as root or choose isolation='process'"
+                )
+            try:
+                self._bpf: bytes | None = build_bpf()
+            except RuntimeError as exc:
+                raise SandboxUnavailable(str(exc)) from exc
+        else:
+            self._bpf = None
+        self._idle: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+        self._all: set[Worker] = set()
+        self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
+        self._closed = False
+        # bubblewrap's --die-with-parent is tied to the launching *thread*, so workers are launched (and
+        # recycled) only on these threads, which live exactly as long as the Sandbox
+        self._bg = ThreadPoolExecutor(self.size, thread_name_prefix="sandbox")
+        futures = [self._bg.submit(self._new_worker) for _ in range(self.size)]
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            self.close()
+            raise errors[0]
+        for f in futures:
+            self._idle.put(f.result())
+
+    def _new_worker(self) -> Worker:
+        uid = UID_BASE + secrets.randbelow(UID_SPAN) if self._root else None
+        worker = Worker(self.isolation, uid, self._bpf, self.tmp_mb)
+        try:
+            if self.isolation == "strict":
+                self._check_strict(worker)
+            worker.ready()
+        except BaseException:
+            worker.close()
+            raise
+        with self._lock:
+            self._all.add(worker)
+        return worker
+
+    @staticmethod
+    def _check_strict(worker: Worker) -> None:
+        """Fail closed: refuse a worker that did not get every strict property."""
+        hello = worker.hello
+        missing = []
+        if not hello.get("can_setuid"):
+            missing.append("switching tools to an unprivileged uid")
+        if hello.get("interfaces") != ["lo"]:
+            missing.append(f"a network namespace (saw interfaces {hello.get('interfaces')})")
+        if hello.get("pid", 99) > 16:
+            missing.append("a pid namespace")
+        if missing:
+            raise SandboxUnavailable("strict isolation is missing: " + "; ".join(missing))
+
+    @property
+    def workers(self) -> list[Worker]:
+        with self._lock:
+            return list(self._all)
+
+    def _take(self) -> Worker:
+        while True:
+            if self._closed:
+                raise RuntimeError("this Sandbox is closed; create a new one")
+            try:
+                return self._idle.get(timeout=0.5)
+            except queue.Empty:
+                with self._lock:
+                    if not self._all:
+                        raise SandboxUnavailable("no sandbox workers are left: restarting them failed") from None
+
+    def _with_worker(self, fn: Any) -> Any:
+        worker = self._take()
+        try:
+            return fn(worker)
+        finally:
+            self._bg.submit(self._recycle, worker)
+
+    def _recycle(self, worker: Worker) -> None:
+        """Clean up after a run and pre-fork the next tool, then hand the worker back (or a replacement)."""
+        try:
+            worker.ready()
+        except WorkerBroken:
+            with self._lock:
+                self._all.discard(worker)
+            worker.close()
+            try:
+                worker = self._new_worker()
+            except Exception:
+                with self._lock:
+                    self._returned.notify_all()
+                return
+        with self._lock:
+            closed = self._closed
+            if closed:
+                self._all.discard(worker)
+        if closed:
+            worker.close()
+        else:
+            self._idle.put(worker)
+        with self._lock:
+            self._returned.notify_all()
+
+    def run(self, code: str, func_name: str, calls: list[Any], limits: Limits | None = None) -> list[Result]:
+        """One Result per argument object, in order. dict -> f(**kw), list -> f(*args), else f(arg)."""
+        if not isinstance(code, str) or not isinstance(func_name, str):
+            raise TypeError("code and func_name must be strings")
+        calls = list(calls)
+        if not calls:
+            return []
+        limits = limits or Limits()
+        for attempt in range(2):
+            try:
+                return self._with_worker(lambda w: w.run(code, func_name, calls, limits))
+            except WorkerBroken as exc:
+                if attempt:
+                    return [Result("error", None, f"sandbox worker failed: {exc}") for _ in calls]
+        raise AssertionError("unreachable")
+
+    def run_script(self, code: str, stdin: str = "", limits: Limits | None = None) -> Result:
+        """Run a whole program with `stdin`; Result.value is its exit code (SandboxFusion /run_code)."""
+        limits = limits or Limits()
+        try:
+            return self._with_worker(lambda w: w.run_script(code, stdin, limits))
+        except WorkerBroken as exc:
+            return Result("error", None, f"sandbox worker failed: {exc}")
+
+    def close(self, wait_s: float = 30.0) -> None:
+        """Stop every worker; runs in flight finish first (bounded by wait_s), then are killed."""
+        with self._lock:
+            self._closed = True
+        while True:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            with self._lock:
+                self._all.discard(worker)
+            worker.close()
+        with self._lock:
+            self._returned.wait_for(lambda: not self._all, timeout=wait_s)
+            leftover = list(self._all)
+            self._all.clear()
+        for worker in leftover:
+            worker.close()
+        self._bg.shutdown(wait=True)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            self.close(wait_s=0)

@@ -1,0 +1,76 @@
+"""What a caller asks for (Limits) and gets back (Result); plain data shared by the API, HTTP server and client."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+STATUSES = ("ok", "error", "timeout", "limit")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-call resource limits (DESIGN.md section 4); every one is enforced by the kernel or the host."""
+
+    timeout_s: float = 2.0  # wall clock per call, and for loading the tool
+    memory_mb: int = 512  # RLIMIT_AS of each tool process
+    cpu_s: int | None = None  # RLIMIT_CPU per call; None = ceil(timeout_s) + 1
+    nproc: int = 32  # RLIMIT_NPROC: processes and threads of the tool's uid
+    nofile: int = 64  # RLIMIT_NOFILE
+    fsize_mb: int = 16  # RLIMIT_FSIZE: largest file the tool may write
+    output_bytes: int = 65536  # cap on captured stdout and on stderr, each, per call
+    max_return_bytes: int = 1_000_000  # cap on a return value's JSON size
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is None and field.name == "cpu_s":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value != value:
+                raise ValueError(f"Limits.{field.name} must be a positive number, got {value!r}")
+            if field.name != "timeout_s" and not float(value).is_integer():
+                raise ValueError(f"Limits.{field.name} must be a whole number, got {value!r}")
+        if self.timeout_s > 3600:
+            raise ValueError(f"Limits.timeout_s must be at most 3600 s, got {self.timeout_s}")
+
+    def cpu_seconds(self, calls: int) -> int:
+        """RLIMIT_CPU for a tool process that will serve `calls` calls after loading."""
+        per_call = self.cpu_s if self.cpu_s is not None else math.ceil(self.timeout_s) + 1
+        return int(per_call) * (calls + 1)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Limits:
+        """Build from JSON; unknown keys are an error so a typo never silently loosens a limit."""
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise ValueError(f"limits must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown limits {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Result:
+    """The outcome of one call: status is "ok" | "error" | "timeout" | "limit"."""
+
+    status: str
+    value: Any = None
+    error: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})

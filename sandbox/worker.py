@@ -1,0 +1,394 @@
+"""Host side of one pre-started sandbox worker: launches the fork server, then runs tools through it.
+
+A worker is a long-lived fork server (sandbox/_forkserver.py), inside bubblewrap for "strict". Each `run`
+forks one tool process from it (no interpreter start-up), feeds it JSON frames over pipes, enforces the
+wall timeout, captures capped stdout/stderr, and finally has the server SIGKILL and reap every process of
+the tool's uid (DESIGN.md section 4).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sandbox._forkserver import HEADER, pack
+from sandbox.types import Limits, Result
+
+FORKSERVER = Path(__file__).with_name("_forkserver.py")
+INSIDE_FORKSERVER = "/opt/sandbox/forkserver.py"
+CONTROL_TIMEOUT_S = 30.0
+BASE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+# the fork server keeps only what it needs to fork, switch uid, kill and clean up
+SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+SIGNAL_STATUS = {signal.SIGXCPU: "limit", signal.SIGKILL: "limit", signal.SIGXFSZ: "limit"}
+
+
+class SandboxUnavailable(RuntimeError):
+    """The requested isolation cannot be set up on this machine; nothing was run."""
+
+
+class WorkerBroken(RuntimeError):
+    """The fork server stopped answering; the pool replaces the worker."""
+
+
+def _ro_system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for path in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ("/etc/ld.so.cache", "/etc/localtime"):
+        args += ["--ro-bind-try", path, path]
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    prefixes.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
+    for prefix in sorted(prefixes):
+        if prefix != "/" and not prefix.startswith("/usr"):
+            args += ["--ro-bind", prefix, prefix]
+    return args
+
+
+def bwrap_argv(tmp_mb: int, fd: int) -> list[str]:
+    """The bubblewrap command: new pid/net/ipc/uts namespaces, read-only system, private /tmp, few caps."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable("strict isolation needs bubblewrap on PATH: apt-get install bubblewrap")
+    args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    args += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
+    for key, value in BASE_ENV.items():
+        args += ["--setenv", key, value]
+    args += _ro_system_binds()
+    args += ["--ro-bind", str(FORKSERVER), INSIDE_FORKSERVER, "--proc", "/proc", "--dev", "/dev"]
+    args += ["--size", str(tmp_mb * 1024 * 1024), "--perms", "0755", "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    args += ["--cap-drop", "ALL"]
+    for cap in SERVER_CAPS:
+        args += ["--cap-add", cap]
+    return [*args, sys.executable, "-I", "-B", INSIDE_FORKSERVER, str(fd)]
+
+
+class _Capture:
+    """Keeps the first `cap` bytes of a stream and counts the rest, so a flood cannot exhaust the host."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.buf, self.dropped = cap, bytearray(), 0
+
+    def add(self, data: bytes) -> None:
+        room = self.cap - len(self.buf)
+        if room > 0:
+            self.buf += data[:room]
+        self.dropped += max(0, len(data) - max(room, 0))
+
+    def take(self) -> str:
+        text = self.buf.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[sandbox: {self.dropped} more bytes dropped]"
+        self.buf, self.dropped = bytearray(), 0
+        return text
+
+
+class _ToolProcess:
+    """The host's pipe ends to one forked tool process."""
+
+    def __init__(self, req_w: int, resp_r: int, out_r: int, err_r: int) -> None:
+        self.req_w, self.resp_r, self.out_r, self.err_r = req_w, resp_r, out_r, err_r
+        for fd in (req_w, resp_r, out_r, err_r):
+            os.set_blocking(fd, False)
+        self.used = False
+        self.closed = False
+        self.poll = select.poll()
+        for fd in (resp_r, out_r, err_r):
+            self.poll.register(fd, select.POLLIN)
+        self.open = {resp_r, out_r, err_r}
+        self.resp = bytearray()
+
+    def arm(self, limits: Limits) -> None:
+        """Bind this (pre-forked) tool process to one run's caps; a tool process serves one run only."""
+        self.used = True
+        self.out, self.err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
+        self.resp_cap = limits.max_return_bytes + 65536
+
+    def _read(self, fd: int) -> bool:
+        """Read what is there; False at end of file."""
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        if not data:
+            self.poll.unregister(fd)
+            self.open.discard(fd)
+            return False
+        if fd == self.resp_r:
+            self.resp += data
+        else:
+            (self.out if fd == self.out_r else self.err).add(data)
+        return True
+
+    def _drain_output(self) -> None:
+        for fd in (self.out_r, self.err_r):
+            while fd in self.open:
+                try:
+                    data = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    break
+                if not data:
+                    self.poll.unregister(fd)
+                    self.open.discard(fd)
+                    break
+                (self.out if fd == self.out_r else self.err).add(data)
+
+    def _frame(self) -> tuple[str, Any]:
+        """("frame", msg) | ("more", None) | ("bad", reason) from the response buffer."""
+        if len(self.resp) < HEADER.size:
+            return "more", None
+        (size,) = HEADER.unpack_from(self.resp)
+        if size > self.resp_cap:
+            return "bad", f"the tool sent a {size}-byte reply, over the {self.resp_cap}-byte cap"
+        if len(self.resp) < HEADER.size + size:
+            return "more", None
+        body = bytes(self.resp[HEADER.size : HEADER.size + size])
+        del self.resp[: HEADER.size + size]
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            return "bad", "the tool wrote a malformed reply on the result pipe"
+        if not isinstance(msg, dict) or msg.get("status") not in ("ok", "error", "limit"):
+            return "bad", "the tool wrote a malformed reply on the result pipe"
+        return "frame", msg
+
+    def exchange(self, obj: object, timeout_s: float) -> tuple[str, Any]:
+        """Send one frame, wait for one reply: ("frame", msg) | ("timeout", None) | ("died", None) | ("bad", why)."""
+        out = memoryview(pack(obj))
+        writing = True
+        self.poll.register(self.req_w, select.POLLOUT)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                kind, msg = self._frame()
+                if kind != "more":
+                    self._drain_output()
+                    return kind, msg
+                if self.resp_r not in self.open:
+                    self._drain_output()
+                    return "died", None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self._drain_output()
+                    return "timeout", None
+                for fd, event in self.poll.poll(max(1, int(remaining * 1000 + 1))):
+                    if fd == self.req_w:
+                        if event & (select.POLLERR | select.POLLHUP):
+                            writing = False
+                        else:
+                            try:
+                                out = out[os.write(fd, out) :]
+                            except BlockingIOError:
+                                pass
+                            except BrokenPipeError:
+                                writing = False
+                            writing = writing and len(out) > 0
+                        if not writing:
+                            self.poll.unregister(fd)
+                    else:
+                        self._read(fd)
+        finally:
+            if writing:
+                self.poll.unregister(self.req_w)
+
+    def close(self) -> None:
+        """Close the host's ends; an idle tool process then reads end-of-file and exits by itself."""
+        if not self.closed:
+            self.closed = True
+            for fd in (self.req_w, self.resp_r, self.out_r, self.err_r):
+                os.close(fd)
+
+
+class Worker:
+    """One fork server and the tools it runs, one `run` at a time (the pool gives each thread its own)."""
+
+    def __init__(self, isolation: str, uid: int | None, bpf: bytes | None, tmp_mb: int = 64) -> None:
+        self.isolation, self.uid = isolation, uid
+        self.workdir: str | None = None
+        self.tool: _ToolProcess | None = None
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._errlog = tempfile.TemporaryFile()  # noqa: SIM115 - the server's stderr, kept until close()
+        try:
+            fd = child.fileno()
+            if isolation == "strict":
+                argv, root = bwrap_argv(tmp_mb, fd), "/tmp"
+            else:
+                self.workdir = tempfile.mkdtemp(prefix="sandbox-")
+                os.chmod(self.workdir, 0o711)
+                argv, root = [sys.executable, "-I", "-B", str(FORKSERVER), str(fd)], self.workdir
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errlog,
+                pass_fds=(fd,), start_new_session=True, env=BASE_ENV,
+            )  # fmt: skip
+        except BaseException:
+            parent.close()
+            self._errlog.close()
+            raise
+        finally:
+            child.close()
+        self.sock = parent
+        self.sock.settimeout(CONTROL_TIMEOUT_S)
+        cfg = {"op": "init", "uid": uid, "workdir_root": root, "unshare_net": isolation == "process"}
+        cfg["bpf"] = base64.b64encode(bpf).decode() if bpf else None
+        try:
+            self.hello = self._control(cfg)
+        except WorkerBroken as exc:
+            self.close()
+            raise SandboxUnavailable(f"{isolation} sandbox worker failed to start: {exc}") from exc
+        if not self.hello.get("ok"):
+            self.close()
+            raise SandboxUnavailable(f"{isolation} sandbox worker failed to start: {self.hello.get('error')}")
+
+    def _errtext(self) -> str:
+        self._errlog.seek(0)
+        return self._errlog.read()[-2000:].decode(errors="replace").strip()
+
+    def _control(self, msg: dict, fds: tuple[int, ...] = ()) -> dict:
+        try:
+            socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
+            data = self.sock.recv(1 << 16)
+        except OSError as exc:
+            raise WorkerBroken(f"fork server unreachable ({exc}); its stderr: {self._errtext()!r}") from exc
+        if not data:
+            raise WorkerBroken(f"fork server exited; its stderr: {self._errtext()!r}")
+        return json.loads(data)
+
+    def recycle(self) -> dict:
+        """Kill and reap the last tool (its exit status is returned), then pre-fork the next one."""
+        fds = [*os.pipe(), *os.pipe(), *os.pipe(), *os.pipe()]  # req, resp, out, err as (read, write)
+        child_ends = (fds[0], fds[3], fds[5], fds[7])
+        host_ends = (fds[1], fds[2], fds[4], fds[6])
+        try:
+            reply = self._control({"op": "recycle"}, child_ends)
+        except BaseException:
+            for fd in host_ends:
+                os.close(fd)
+            raise
+        finally:
+            for fd in child_ends:
+                os.close(fd)
+        if self.tool is not None:
+            self.tool.close()
+        self.tool = _ToolProcess(*host_ends)
+        if not reply.get("ok") or "pid" not in reply:
+            raise WorkerBroken(f"fork server could not recycle a tool: {reply.get('error')}")
+        return reply
+
+    def _fresh_tool(self, limits: Limits, calls: int, load: dict) -> _ToolProcess:
+        if self.tool is None or self.tool.used:
+            self.recycle()
+        tool = self.tool
+        tool.arm(limits)
+        load["limits"] = {
+            "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_seconds(calls), "nproc": limits.nproc,
+            "fsize_mb": limits.fsize_mb, "nofile": limits.nofile,
+        }  # fmt: skip
+        return tool
+
+    @staticmethod
+    def _death(reply: dict, what: str) -> tuple[str, str]:
+        sig, code = reply.get("signal"), reply.get("exit")
+        if sig is not None:
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            return SIGNAL_STATUS.get(sig, "error"), f"tool process killed by {name} {what}"
+        return "error", f"tool process exited with code {code} {what}"
+
+    def _result(self, tool: _ToolProcess, kind: str, msg: Any, seconds: float) -> Result:
+        if kind == "frame":
+            status = msg["status"]
+            value = msg.get("value") if status == "ok" else None
+            return Result(status, value, msg.get("error"), tool.out.take(), tool.err.take(), seconds)
+        if kind == "timeout":
+            error = f"no result within {seconds:.3g} s"
+            return Result("timeout", None, error, tool.out.take(), tool.err.take(), seconds)
+        return Result("error", None, msg, tool.out.take(), tool.err.take(), seconds)
+
+    def run(self, code: str, func_name: str, calls: list[Any], limits: Limits) -> list[Result]:
+        """Load `code` once per tool process, call `func_name` once per argument object.
+
+        A call that times out or kills its process ends that process; the remaining calls get a fresh one.
+        """
+        results: list[Result] = []
+        while len(results) < len(calls):
+            load = {"kind": "func", "code": code, "func": func_name, "max_return_bytes": limits.max_return_bytes}
+            tool = self._fresh_tool(limits, len(calls) - len(results), load)
+            t0 = time.monotonic()
+            kind, msg = tool.exchange(load, limits.timeout_s)
+            if kind != "frame" or msg["status"] != "ok":
+                res = self._result(tool, kind, msg, time.monotonic() - t0)
+                if kind != "frame":
+                    self._explain(res, kind, "while loading the tool")
+                res.error = f"loading the tool failed: {res.error}"
+                results += [res] + [Result(res.status, None, res.error) for _ in calls[len(results) + 1 :]]
+                break
+            while len(results) < len(calls):
+                t0 = time.monotonic()
+                kind, msg = tool.exchange({"args": calls[len(results)]}, limits.timeout_s)
+                res = self._result(tool, kind, msg, time.monotonic() - t0)
+                results.append(res)
+                if kind != "frame":
+                    self._explain(res, kind, "during the call")
+                    break
+        if self.tool.used:
+            self.tool.close()
+        return results
+
+    def _explain(self, res: Result, kind: str, what: str) -> None:
+        """The tool process is gone or must go: reap it now and say how it ended."""
+        reply = self.recycle()
+        if kind == "died":
+            res.status, res.error = self._death(reply, what)
+        elif kind == "bad":
+            res.status = "error"
+
+    def run_script(self, code: str, stdin: str, limits: Limits) -> Result:
+        """Run a whole program (SandboxFusion /run_code); value is its exit code."""
+        load = {"kind": "script", "code": code, "stdin": stdin}
+        tool = self._fresh_tool(limits, 1, load)
+        t0 = time.monotonic()
+        kind, msg = tool.exchange(load, limits.timeout_s)
+        res = self._result(tool, kind, msg, time.monotonic() - t0)
+        if kind != "frame":
+            self._explain(res, kind, "while running the program")
+        if self.tool.used:
+            self.tool.close()
+        return res
+
+    def ready(self) -> None:
+        """Make sure a fresh pre-forked tool process is waiting (runs off the caller's critical path)."""
+        if self.tool is None or self.tool.used:
+            self.recycle()
+
+    def close(self) -> None:
+        """Stop the fork server; in "strict" its pid namespace dies with it, taking any tool along."""
+        if self.sock.fileno() < 0:
+            return
+        if self.tool is not None:
+            self.tool.close()
+        with contextlib.suppress(WorkerBroken, ValueError):
+            self._control({"op": "recycle"})  # reap without a successor: no tool outlives its server
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self._errlog.close()
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
