@@ -1,0 +1,158 @@
+"""Generation backends behind one interface, chosen by a model SPEC string (DESIGN.md section 8).
+
+SPEC forms:
+  tiny                          the tiny local model, built once at cfg.model.tiny_dir / cfg.tiny_dir
+  DIR                           a local transformers model dir (has config.json)
+  DIR                           a LoRA checkpoint dir (has adapter_config.json); its base model is read from
+                                DIR/smith_base.json {"base_model": ...} if the trainer wrote one, else from
+                                adapter_config.json's base_model_name_or_path; the base may itself be `tiny`
+  ORG/NAME                      a hub model id already in the local Hugging Face cache (nothing is downloaded)
+  openai:<base_url>#<model>     any OpenAI-compatible endpoint, e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-4B
+  vllm:<path>                   a vLLM engine over a model dir, a cached hub id, or a LoRA checkpoint dir
+
+Config keys read (all optional): device (auto|cpu|cuda), model.dtype (used on CUDA; CPU runs float32),
+model.tiny_dir or tiny_dir, openai.{api_key,timeout_s,max_retries,concurrency}, vllm.* (vllm.LLM kwargs).
+Heavy libraries (torch, vllm, httpx) load only when a backend of that kind is built.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from smith.models.base import (
+    ChatBackend,
+    Generation,
+    Message,
+    ParsedToolCalls,
+    SamplingParams,
+    Tool,
+    ToolCall,
+    parse_tool_calls,
+)
+
+__all__ = [
+    "ChatBackend",
+    "Generation",
+    "Message",
+    "ParsedToolCalls",
+    "SamplingParams",
+    "Tool",
+    "ToolCall",
+    "load_backend",
+    "parse_tool_calls",
+    "resolve_model",
+]
+
+SPEC_FORMS = "tiny | a local model or LoRA checkpoint dir | ORG/NAME (cached) | openai:<base_url>#<model> | vllm:<path>"
+DEFAULT_TINY_DIR = "checkpoints/.tiny-model"
+BASE_HINT = "smith_base.json"
+
+
+def _cfg(cfg: Any, key: str, default: Any = None) -> Any:
+    """Dotted lookup in a DictConfig, a plain dict, or None."""
+    node = cfg
+    for part in key.split("."):
+        if node is None:
+            return default
+        node = node.get(part) if hasattr(node, "get") else getattr(node, part, None)
+    return default if node is None else node
+
+
+def _tiny_dir(cfg: Any) -> str:
+    return str(_cfg(cfg, "model.tiny_dir") or _cfg(cfg, "tiny_dir") or DEFAULT_TINY_DIR)
+
+
+def _device(cfg: Any) -> str:
+    device = str(_cfg(cfg, "device", "auto"))
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _cached_hub_dir(repo_id: str) -> str | None:
+    """The local snapshot dir of a hub id, only if already cached (HF_HUB_OFFLINE: we never download)."""
+    if repo_id.count("/") != 1 or repo_id.startswith((".", "/", "~")):
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo_id, "config.json")
+    return str(Path(found).parent) if isinstance(found, str) else None
+
+
+def resolve_model(spec: str, cfg: Any = None) -> tuple[str, str | None]:
+    """A local SPEC (tiny, model dir, LoRA dir, cached hub id) -> (base model dir, adapter dir or None)."""
+    if spec == "tiny":
+        from smith.models.tiny import build_tiny_model
+
+        path, _ = build_tiny_model(_tiny_dir(cfg))
+        return str(path), None
+    path = Path(spec).expanduser()
+    if (path / "adapter_config.json").is_file():
+        hint = path / BASE_HINT
+        if hint.is_file():
+            base = json.loads(hint.read_text()).get("base_model")
+            where = str(hint)
+        else:
+            base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
+            where = str(path / "adapter_config.json")
+        if not base:
+            raise ValueError(f"LoRA checkpoint {spec} names no base model in {where}; write {BASE_HINT} "
+                             '{"base_model": "<dir or tiny>"} next to it')
+        base_dir, nested = resolve_model(str(base), cfg)
+        if nested is not None:
+            raise ValueError(f"LoRA checkpoint {spec} has another LoRA checkpoint ({base}) as its base; merge it first")
+        return base_dir, str(path)
+    if (path / "config.json").is_file():
+        return str(path), None
+    cached = _cached_hub_dir(spec)
+    if cached is not None:
+        return cached, None
+    if path.is_dir():
+        raise ValueError(f"{spec} is a directory without config.json or adapter_config.json; point at a model "
+                         "or LoRA checkpoint dir")
+    raise ValueError(f"model spec {spec!r} is not a directory, a cached hub id, or a known form; use {SPEC_FORMS}")
+
+
+def load_backend(spec: str, cfg: Any = None) -> ChatBackend:
+    """Build the ChatBackend a SPEC names (see the module docstring for the forms and config keys)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"model spec must be a non-empty string; use {SPEC_FORMS}")
+    spec = spec.strip()
+    if spec.startswith("openai:"):
+        from smith.models.openai import OpenAIBackend
+
+        base_url, sep, model = spec[len("openai:"):].rpartition("#")
+        if not sep or not base_url.startswith(("http://", "https://")) or not model:
+            raise ValueError(f"bad openai spec {spec!r}; use openai:<http(s)://host:port/v1>#<model>")
+        return OpenAIBackend(
+            base_url,
+            model,
+            api_key=_cfg(cfg, "openai.api_key"),
+            timeout_s=float(_cfg(cfg, "openai.timeout_s", 120.0)),
+            max_retries=int(_cfg(cfg, "openai.max_retries", 4)),
+            concurrency=int(_cfg(cfg, "openai.concurrency", 8)),
+        )
+    if spec.startswith("vllm:"):
+        from smith.models.vllm import VLLMBackend
+
+        target = spec[len("vllm:"):]
+        if not target:
+            raise ValueError("bad vllm spec 'vllm:'; use vllm:<model dir | LoRA checkpoint dir | tiny>")
+        base, adapter = resolve_model(target, cfg)
+        engine = dict(_cfg(cfg, "vllm", {}) or {})
+        return VLLMBackend(base, adapters={"checkpoint": adapter} if adapter else None,
+                           default_adapter="checkpoint" if adapter else None, name=spec, **engine)
+    if spec.startswith("scripted:"):
+        raise ValueError(f"{spec} is a suite's scripted agent; the suite resolves it, load_backend does not")
+    if ":" in spec.split("/", 1)[0] and not Path(spec).exists():
+        raise ValueError(f"unknown model spec prefix in {spec!r}; use {SPEC_FORMS}")
+    base, adapter = resolve_model(spec, cfg)
+    device = _device(cfg)
+    dtype = str(_cfg(cfg, "model.dtype", "bfloat16")) if device.startswith("cuda") else "float32"
+    from smith.models.hf import HFBackend
+
+    return HFBackend.from_pretrained(base, adapter=adapter, device=device, dtype=dtype, name=spec)

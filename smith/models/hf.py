@@ -1,0 +1,256 @@
+"""`hf`: batched generation from a live transformers model (optionally PEFT), with sampled-token logprobs.
+
+Why our own decode loop and not `model.generate`: `generate` silently merges sampling knobs from the
+model's `generation_config` (Qwen3 ships top_k=20), so the distribution actually sampled would differ from
+`SamplingParams`, and the DAPO importance ratio needs the log-probability of each sampled token under
+exactly that distribution (DESIGN.md section 3: TRL's `rollout_func` returns `logprobs`). The loop below
+samples from softmax(logits / temperature) restricted to the top-p nucleus and records
+log_softmax(logits / temperature)[token] -- the quantity TRL recomputes for `old_per_token_logps`
+(temperature-scaled, not renormalised over the nucleus); greedy uses raw logits.
+
+The trainer passes its PEFT policy model and keeps a frozen evaluator/judge adapter in the same model
+(DESIGN.md section 3), so every call may name the adapter to generate with; `with_adapter` gives a
+`ChatBackend` view bound to one adapter that shares the weights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+
+from smith.models.base import Generation, Message, SamplingParams, Tool
+
+
+class _Active:
+    """Sentinel: generate with whatever adapter state the model is in."""
+
+
+ACTIVE: Any = _Active()
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    """The tokenizer's eos plus every eos id of the model's generation config (Qwen3: <|im_end|>, <|endoftext|>)."""
+    ids: set[int] = set()
+    for source in (tokenizer.eos_token_id, getattr(getattr(model, "generation_config", None), "eos_token_id", None)):
+        if isinstance(source, int):
+            ids.add(source)
+        elif source is not None:
+            ids.update(int(i) for i in source)
+    if not ids:
+        raise ValueError("the tokenizer and generation config define no eos token; set tokenizer.eos_token")
+    return ids
+
+
+def _sample(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decoding step for a batch: (token ids [B], logprob of each under softmax(logits / T)) [B]."""
+    logits = logits.float()
+    if params.temperature <= 0:
+        tokens = logits.argmax(dim=-1)
+        logp = torch.log_softmax(logits, dim=-1)
+    else:
+        logp = torch.log_softmax(logits / params.temperature, dim=-1)
+        probs = logp.exp()
+        if params.top_p < 1.0:
+            # nucleus: keep the smallest prefix of the sorted distribution whose mass reaches top_p
+            sorted_p, order = probs.sort(dim=-1, descending=True)
+            drop = sorted_p.cumsum(dim=-1) - sorted_p >= params.top_p
+            sorted_p = sorted_p.masked_fill(drop, 0.0)
+            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+        tokens = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+    return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
+
+
+class HFBackend:
+    """`ChatBackend` over a transformers causal LM and its tokenizer (the live objects, not copies)."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        name: str | None = None,
+        batch_size: int | None = None,
+        adapter: Any = ACTIVE,
+        chat_template_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """`adapter`: the default for every call -- ACTIVE (model as is), None (adapters off), or a PEFT name."""
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name or str(getattr(model, "name_or_path", "hf"))
+        self.batch_size = batch_size
+        self.adapter = adapter
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.eos_ids = _eos_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else min(self.eos_ids))
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | os.PathLike,
+        adapter: str | os.PathLike | None = None,
+        device: str = "cpu",
+        dtype: str | torch.dtype = "float32",
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> HFBackend:
+        """Load a model dir (or hub id in the local cache), optionally with a PEFT adapter dir on top."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) and dtype != "auto" else dtype
+        tokenizer = AutoTokenizer.from_pretrained(str(adapter) if _has_tokenizer(adapter) else str(path))
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype).to(device)
+        if adapter is not None:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, str(adapter))
+        model.eval()
+        return cls(model, tokenizer, name=name or str(adapter or path), **kwargs)
+
+    def with_adapter(self, adapter: str | None, name: str | None = None) -> HFBackend:
+        """A view that shares the weights and generates with `adapter` (None: the base model, adapters off)."""
+        view = HFBackend(self.model, self.tokenizer, name=name or f"{self.name}:{adapter or 'base'}",
+                         batch_size=self.batch_size, adapter=adapter, chat_template_kwargs=self.chat_template_kwargs)
+        view.eos_ids, view.pad_id = self.eos_ids, self.pad_id
+        return view
+
+    # -- prompts -------------------------------------------------------------------------------------------
+
+    def render(self, conversation: list[Message], tools: list[Tool] | None = None) -> list[int]:
+        """The exact prompt ids: the tokenizer's chat template with `tools`, ending in the assistant header."""
+        enc = self.tokenizer.apply_chat_template(
+            conversation, tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=True,
+            **self.chat_template_kwargs,
+        )
+        return list(enc["input_ids"])
+
+    # -- generation ----------------------------------------------------------------------------------------
+
+    def chat(
+        self,
+        conversations: list[list[Message]],
+        tools: list[list[Tool] | None] | None = None,
+        params: SamplingParams | None = None,
+        *,
+        adapter: Any = ACTIVE,
+    ) -> list[Generation]:
+        if tools is not None and len(tools) != len(conversations):
+            raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
+                             "conversation (None for no tools)")
+        tools = tools or [None] * len(conversations)
+        prompts = [self.render(c, t) for c, t in zip(conversations, tools, strict=True)]
+        return self.continue_ids(prompts, params, adapter=adapter)
+
+    def continue_ids(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None, *, adapter: Any = ACTIVE
+    ) -> list[Generation]:
+        """Generate from explicit token-id prefixes (multi-turn episodes append tool tokens, no re-templating)."""
+        params = params or SamplingParams()
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("every prompt needs at least one token; got an empty prompt")
+        gen = torch.Generator(device=self._device())
+        # seed None: draw from the global torch RNG so `torch.manual_seed` still makes a run reproducible
+        gen.manual_seed(params.seed if params.seed is not None else int(torch.randint(2**62, (1,)).item()))
+        size = self.batch_size or max(len(prompts), 1)
+        out: list[Generation] = []
+        with self._generation_mode(self.adapter if adapter is ACTIVE else adapter):
+            for start in range(0, len(prompts), size):
+                out.extend(self._generate([list(map(int, p)) for p in prompts[start : start + size]], params, gen))
+        return out
+
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @contextlib.contextmanager
+    def _generation_mode(self, adapter: Any) -> Iterator[None]:
+        """eval mode, no grad, the requested adapter; everything (train mode, requires_grad) restored after."""
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad(), self._adapter(adapter):
+                yield
+        finally:
+            self.model.train(was_training)
+
+    @contextlib.contextmanager
+    def _adapter(self, adapter: Any) -> Iterator[None]:
+        if adapter is ACTIVE:
+            yield
+            return
+        if not hasattr(self.model, "peft_config"):
+            raise ValueError(f"adapter {adapter!r} requested but the model has no PEFT adapters; pass adapter=ACTIVE")
+        if adapter is None:
+            with self.model.disable_adapter():
+                yield
+            return
+        if adapter not in self.model.peft_config:
+            raise ValueError(f"adapter {adapter!r} not in the model; known: {', '.join(self.model.peft_config)}")
+        previous = self.model.active_adapter
+        # PEFT's set_adapter flips requires_grad on adapters; the trainer's frozen copies must stay frozen
+        grads = {n: p.requires_grad for n, p in self.model.named_parameters()}
+        self.model.set_adapter(adapter)
+        try:
+            yield
+        finally:
+            self.model.set_adapter(previous)
+            for n, p in self.model.named_parameters():
+                p.requires_grad_(grads[n])
+
+    def _generate(self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator) -> list[Generation]:
+        from transformers import DynamicCache
+
+        device = self._device()
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        cache = DynamicCache()
+        batch = len(prompts)
+        done = torch.zeros(batch, dtype=torch.bool, device=device)
+        eos = torch.tensor(sorted(self.eos_ids), device=device)
+        tokens: list[torch.Tensor] = []
+        logps: list[torch.Tensor] = []
+        step_ids = ids
+        for _ in range(params.max_new_tokens):
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
+            logits = self.model(
+                input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True
+            ).logits[:, -1, :]
+            token, logp = _sample(logits, params, gen)
+            token = torch.where(done, torch.full_like(token, self.pad_id), token)
+            tokens.append(token)
+            logps.append(logp)
+            done = done | torch.isin(token, eos)
+            if bool(done.all()):
+                break
+            step_ids = token[:, None]
+            mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype, device=device)], dim=-1)
+        return self._collect(prompts, tokens, logps)
+
+    def _collect(
+        self, prompts: list[list[int]], tokens: list[torch.Tensor], logps: list[torch.Tensor]
+    ) -> list[Generation]:
+        """Cut each row after its first eos (kept), drop padding, decode."""
+        all_tokens = torch.stack(tokens, dim=1).tolist() if tokens else [[] for _ in prompts]
+        all_logps = torch.stack(logps, dim=1).tolist() if logps else [[] for _ in prompts]
+        out = []
+        for prompt, row, row_logp in zip(prompts, all_tokens, all_logps, strict=True):
+            end = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), None)
+            completion = row[:end] if end else row
+            out.append(Generation(
+                text=self.tokenizer.decode(completion, skip_special_tokens=True),
+                prompt_ids=prompt,
+                completion_ids=completion,
+                logprobs=row_logp[: len(completion)],
+                finish_reason="stop" if end else "length",
+                prompt_tokens=len(prompt),
+                completion_tokens=len(completion),
+            ))
+        return out
+
+
+def _has_tokenizer(path: str | os.PathLike | None) -> bool:
+    """Adapter dirs saved by the trainer carry the tokenizer (chat template included); prefer theirs."""
+    return path is not None and os.path.exists(os.path.join(str(path), "tokenizer_config.json"))
