@@ -8,8 +8,9 @@ Each Result has status ("ok" | "error" | "timeout" | "limit"), value, error, std
 `RemoteSandbox(url)` offers the same `run` over HTTP (`python -m sandbox serve`). See docs/sandbox.md.
 """
 
+from sandbox.client import RemoteSandbox, RemoteSandboxError
 from sandbox.core import Sandbox
 from sandbox.types import Limits, Result
 from sandbox.worker import SandboxUnavailable
 
-__all__ = ["Limits", "Result", "Sandbox", "SandboxUnavailable"]
+__all__ = ["Limits", "RemoteSandbox", "RemoteSandboxError", "Result", "Sandbox", "SandboxUnavailable"]

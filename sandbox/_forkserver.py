@@ -38,6 +38,7 @@ SECCOMP_MODE_FILTER = 2
 CLONE_NEWNET = 0x40000000
 REQ_FD, RESP_FD = 3, 4
 HEADER = struct.Struct(">I")
+TOOL_PID = -1
 ERROR_CHARS = 2000
 LIMIT_ERRNOS = {errno.EAGAIN, errno.EFBIG, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EDQUOT, errno.ENOMEM}
 PRELOAD = (
@@ -192,12 +193,21 @@ def _run_script(msg: dict) -> None:
     except BaseException:
         traceback.print_exc()
         code = 1
+    _reply({"status": "ok", "value": code, "error": None, "seconds": time.perf_counter() - t0})
+
+
+def _reply(msg: dict) -> None:
+    """Answer the host; a process the tool forked is a copy of this loop and must stay silent."""
+    if os.getpid() != TOOL_PID:
+        os._exit(0)
     _flush_std()
-    write_all(RESP_FD, pack({"status": "ok", "value": code, "error": None, "seconds": time.perf_counter() - t0}))
+    write_all(RESP_FD, pack(msg))
 
 
 def tool_main() -> None:
     """Load the tool once, then answer one frame per call until the host closes the request pipe."""
+    global TOOL_PID
+    TOOL_PID = os.getpid()
     msg = read_frame(REQ_FD)
     if msg is None:
         return
@@ -216,8 +226,7 @@ def tool_main() -> None:
             status, error = "error", f"NameError: the tool defines no function named {msg['func']!r}"
     except BaseException as exc:
         status, error = _classify(exc), _describe(exc)
-    _flush_std()
-    write_all(RESP_FD, pack({"status": status, "error": error, "seconds": time.perf_counter() - t0}))
+    _reply({"status": status, "error": error, "seconds": time.perf_counter() - t0})
     if status != "ok":
         return
     while (call := read_frame(REQ_FD)) is not None:
@@ -235,8 +244,7 @@ def tool_main() -> None:
         except BaseException as exc:
             status, error = _classify(exc), _describe(exc)
         _flush_std()
-        reply = {"status": status, "value": value, "error": error, "seconds": time.perf_counter() - t0}
-        write_all(RESP_FD, pack(reply))
+        _reply({"status": status, "value": value, "error": error, "seconds": time.perf_counter() - t0})
 
 
 # ---------------------------------------------------------------- the server

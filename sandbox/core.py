@@ -163,6 +163,11 @@ class Sandbox:
         except WorkerBroken as exc:
             return Result("error", None, f"sandbox worker failed: {exc}")
 
+    def quiesce(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every worker is idle with a fresh tool pre-forked (background clean-up done)."""
+        with self._lock:
+            return self._returned.wait_for(lambda: self._idle.qsize() == len(self._all), timeout=timeout_s)
+
     def close(self, wait_s: float = 30.0) -> None:
         """Stop every worker; runs in flight finish first (bounded by wait_s), then are killed."""
         with self._lock:

@@ -1,0 +1,58 @@
+"""RemoteSandbox: the Sandbox `run` API against a `python -m sandbox serve` host over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from sandbox.types import Limits, Result
+
+SLACK_S = 30.0
+
+
+class RemoteSandboxError(RuntimeError):
+    """The sandbox service refused the request or could not be reached."""
+
+
+class RemoteSandbox:
+    """Same `run` signature as Sandbox; thread-safe (one pooled httpx client)."""
+
+    def __init__(self, url: str, connect_timeout_s: float = 10.0) -> None:
+        self.url = url.rstrip("/")
+        self._client = httpx.Client(base_url=self.url, timeout=httpx.Timeout(None, connect=connect_timeout_s))
+
+    def _post(self, path: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        try:
+            resp = self._client.post(path, json=body, timeout=httpx.Timeout(timeout_s, connect=10.0))
+        except httpx.HTTPError as exc:
+            raise RemoteSandboxError(f"sandbox service at {self.url} unreachable: {exc}") from exc
+        if resp.status_code != 200:
+            try:
+                reason = resp.json().get("error", resp.text)
+            except ValueError:
+                reason = resp.text
+            raise RemoteSandboxError(f"sandbox service answered {resp.status_code}: {reason}")
+        return resp.json()
+
+    def run(self, code: str, func_name: str, calls: list[Any], limits: Limits | None = None) -> list[Result]:
+        """One Result per argument object, in order, exactly as Sandbox.run."""
+        limits = limits or Limits()
+        calls = list(calls)
+        body = {"code": code, "func_name": func_name, "calls": calls, "limits": limits.to_dict()}
+        data = self._post("/run", body, limits.timeout_s * (len(calls) + 1) + SLACK_S)
+        return [Result.from_dict(r) for r in data["results"]]
+
+    def run_code(self, code: str, stdin: str = "", run_timeout: float = 10.0) -> dict[str, Any]:
+        """SandboxFusion's /run_code, for tooling written against it."""
+        body = {"code": code, "language": "python", "run_timeout": run_timeout, "stdin": stdin}
+        return self._post("/run_code", body, run_timeout + SLACK_S)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> RemoteSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
