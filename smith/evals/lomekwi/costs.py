@@ -90,7 +90,7 @@ def plot_threshold_map(path: str | Path, n_values: list[int] | None = None, t_va
         ax.add_patch(Rectangle((min(ts) - 0.5, min(ns) - 0.5), len(ts), len(ns), fill=False, edgecolor="red",
                                linewidth=2.5, zorder=5))
     ax.legend(handles=[Patch(color="#2ca02c", label="E[build] < E[grind]"), Patch(color="0.75", label="grind")],
-              loc="upper right")
+              loc="lower right")
     ax.set_title("Lomekwi: build vs grind (Appendix B)")
     fig.tight_layout()
     path = Path(path)

@@ -51,12 +51,13 @@ scheme draws labels that stay distinct (edit distance >= 3) after case folding.
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import re
 import string
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from smith.evals.lomekwi.costs import expected_grind
@@ -109,7 +110,10 @@ def _edit_distance(a: str, b: str) -> int:
 def _english() -> frozenset[str]:
     """The dictionary that filters nonsense tokens: reasoning-gym's word list (a pinned dependency), so
     the tokens pool is the same on every machine (the released code read /usr/share/dict/words)."""
-    text = resources.files("reasoning_gym.data").joinpath("words3to10.txt").read_text()
+    spec = importlib.util.find_spec("reasoning_gym")  # locate, don't import: the package imports every task
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("the tokens scheme needs reasoning-gym's word list; install reasoning-gym")
+    text = (Path(spec.origin).parent / "data" / "words3to10.txt").read_text()
     return frozenset(w.strip().lower() for w in text.split())
 
 

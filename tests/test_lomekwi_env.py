@@ -1,0 +1,385 @@
+"""The Lomekwi vault: every transition-table row, the episode protocol, the parser, the budget, the
+relabeling schemes, and byte-exact replay of released episodes (000_4c3492d641a25045.txt, Appendix A)."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from smith.evals.lomekwi.agents import ScriptedAgent, play
+from smith.evals.lomekwi.costs import expected_grind
+from smith.evals.lomekwi.env import (
+    NOOP_MESSAGE,
+    SYSTEM_PROMPT,
+    Episode,
+    Vault,
+    World,
+    _edit_distance,
+    _english,
+    budget_for,
+    extract_action,
+    make_world,
+    parse_action,
+    relabel,
+)
+from smith.models.base import SamplingParams
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi"
+W = World(n=3, door_base="r", key_base="m", machine="o", types=("y", "k", "q"), recipe=("k", "y"))
+
+
+def fixture_rows() -> list[dict]:
+    return [json.loads(line) for p in sorted(FIXTURES.rglob("episodes.jsonl")) for line in p.read_text().splitlines()]
+
+
+# ---------------------------------------------------------------------------------------------- budget
+
+
+def test_budget_values_for_the_swept_doors():
+    assert [budget_for(n) for n in (9, 10, 11)] == [41, 47, 53]
+    # by hand: H_10 = 7381/2520, so E[grind] = 10 * 7381/2520 + 10 = 39.2897..., and 1.2 * that = 47.147...
+    assert expected_grind(10) == pytest.approx(10 * 7381 / 2520 + 10)
+
+
+# ------------------------------------------------------------------------------------ transition table
+
+
+def test_row1_examine_door_drops_a_type_then_a_key_on_the_ground():
+    v = Vault(W, drop_seed=3)
+    obs = v.examine("r_2")
+    m = re.fullmatch(r"You search r_2\. Out falls m_([123]) and a ([ykq])\. They lie on the ground -- pick them up\.",
+                     obs)
+    assert m, obs
+    assert v.ground_keys == {int(m.group(1))} and v.ground_types == {m.group(2): 1}
+    assert not v.held_keys and not v.held_types  # nothing is held until pickup
+    assert Vault(W, drop_seed=3).examine("r_2") == obs  # the drop stream is seeded
+    assert Vault(W, drop_seed=3).examine("R_2") == obs  # labels match whatever their case
+    assert v.examine("r_4") == "You examine r_4: nothing of note."  # only doors 1..n drop
+
+
+def test_row2_examine_type_gives_the_hint_or_nothing():
+    assert Vault(W, 0).examine("y") == ("A small dull y. It feels faintly active, and the sensation shifts when held "
+                                        "alongside a different kind.")
+    assert Vault(W, 0, hint=False).examine("y") == "A small dull y. Nothing remarkable."
+
+
+def test_row3_examine_machine_only_once_built():
+    v = Vault(W, 0)
+    assert v.examine("o") == "You examine o: nothing of note."
+    v.has_machine = True
+    assert v.examine("o") == "A o. It has a recess; you are unsure what it does."
+
+
+def test_row4_and_row5_examine_key_and_anything_else():
+    v = Vault(W, 0)
+    assert v.examine("m_7") == "m_7: a small fitted object."
+    assert v.examine("wall") == "You examine wall: nothing of note."
+
+
+def test_row6_pickup_on_empty_ground():
+    assert Vault(W, 0).pickup() == "There is nothing on the ground to pick up."
+
+
+def test_row7_pickup_takes_everything_and_is_free():
+    v = Vault(W, 0)
+    v.ground_keys, v.ground_types = {3, 1}, {"y": 2, "k": 1}
+    assert v.pickup() == "You pick up m_1, m_3 and 2 y(s), 1 k(s). (pickup is free.)"
+    assert v.held_keys == {1, 3} and v.held_types == {"y": 2, "k": 1}
+    assert not v.ground_keys and not v.ground_types
+    e = Episode(W, 0, budget=5)
+    e.feed("pickup")
+    assert e.spent() == 0 and e.messages[-1]["content"].endswith("[0/3 doors open, 5 actions left] What next?")
+
+
+def test_row8_and_row9_recipe_builds_once_and_shards_are_not_consumed():
+    v = Vault(W, 0)
+    v.held_types = {"y": 1, "k": 1}
+    assert v.combine("k", "y") == "You combine a k and a y. They fuse into a o (new). It persists."
+    assert v.has_machine and v.held_types == {"y": 1, "k": 1}
+    assert v.combine("y", "k") == "You already hold a o."
+
+
+def test_row10_recipe_not_held_does_nothing():
+    v = Vault(W, 0)
+    v.held_types = {"y": 1}
+    assert v.combine("y", "k") == "You combine y and k: nothing happens."
+    v.ground_types = {"k": 1}  # on the ground is not held
+    assert v.combine("y", "k") == "You combine y and k: nothing happens."
+    assert not v.has_machine
+
+
+def test_row11_wrong_pair_or_same_type_does_nothing():
+    v = Vault(W, 0)
+    v.held_types = {"y": 2, "q": 1}
+    assert v.combine("y", "q") == "You combine y and q: nothing happens."
+    assert v.combine("y", "y") == "You combine y and y: nothing happens."
+    assert not v.has_machine
+
+
+def test_row12_non_type_arguments_do_nothing():
+    v = Vault(W, 0)
+    v.held_keys, v.held_types = {1}, {"y": 1, "k": 1}
+    assert v.combine("m_1", "y") == "You combine m_1 and y: nothing happens."
+    assert not v.has_machine
+
+
+def test_row13_and_row14_use_on_a_non_door_or_an_open_door():
+    v = Vault(W, 0)
+    assert v.use("m_1", "wall") == "There is no wall."
+    assert v.use("m_1", "r_4") == "There is no r_4."
+    v.opened = {1}
+    assert v.use("m_1", "r_1") == "r_1 is already open."
+
+
+def test_row15_and_row16_machine_yields_the_doors_key():
+    v = Vault(W, 0)
+    assert v.use("o", "r_1") == "You don't have a o."
+    v.has_machine = True
+    assert v.use("o", "r_2") == "You operate the o on r_2. It yields m_2. (the o remains with you.)"
+    assert v.held_keys == {2} and v.has_machine and not v.opened
+
+
+def test_row17_to_row19_keys():
+    v = Vault(W, 0)
+    assert v.use("m_3", "r_3") == "You don't have m_3."
+    v.held_keys = {1, 3}
+    assert v.use("m_1", "r_2") == "You use m_1 on r_2: it does not fit."
+    assert v.use("m_3", "r_3") == "You use m_3 on r_3: it fits. r_3 opens."
+    assert v.opened == {3} and v.held_keys == {1, 3}
+
+
+def test_row20_and_row21_other_items_on_doors():
+    v = Vault(W, 0)
+    assert v.use("y", "r_1") == "You press the y to r_1: nothing."
+    assert v.use("wall", "r_1") == "You use wall on r_1: nothing happens."
+
+
+# ------------------------------------------------------------------------------------ episode protocol
+
+
+def test_first_messages_are_the_papers_texts():
+    e = Episode(make_world(0, 10, 3), 0, budget=47)
+    assert e.messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert SYSTEM_PROMPT.startswith("You are an agent in a vault and must open every locked door")
+    intro = e.messages[1]["content"]
+    assert intro.startswith("You are in a sealed vault. There are 10 locked doors: ")
+    assert "  pickup                - collect everything on the ground (FREE: does NOT cost an action)\n" in intro
+    assert ("You have a STRICT BUDGET of 47 actions total (pickup is free and excluded). If the doors are not all "
+            "open within 47 actions, you fail. Spend them wisely.\n\nWhat do you do?") in intro
+
+
+def test_first_parseable_line_acts_and_the_rest_is_ignored():
+    e = Episode(W, 0, budget=5)
+    e.feed("I should look around.\nexamine r_1\ncombine y k\npickup")
+    assert e.actions == [["examine", "r_1"]]
+    assert e.messages[-1]["content"].endswith("\n\n[0/3 doors open, 4 actions left] What next?")
+
+
+def test_four_unparseable_turns_in_a_row_end_the_episode():
+    e = Episode(W, 0, budget=5)
+    for _ in range(3):
+        assert e.feed("hmm")
+    assert e.messages[-1]["content"] == NOOP_MESSAGE
+    assert e.feed("pickup")  # resets the run of no-ops
+    for _ in range(3):
+        assert e.feed("still thinking")
+    assert not e.feed("no idea")
+    assert e.stop_reason == "noop" and e.turns == 8 and len(e.unparsed) == 7
+
+
+def test_budget_exhaustion_ends_the_episode():
+    e = Episode(W, 0, budget=3)
+    e.feed("examine r_1")
+    e.feed("examine wall")
+    assert not e.feed("examine wall")
+    assert e.stop_reason == "out_of_budget"
+    assert e.messages[-1]["content"].endswith("\n\nBudget exhausted (3 actions). You fail.")
+
+
+def test_twenty_actions_without_progress_end_the_episode():
+    e = Episode(W, 0, budget=100)
+    for i in range(20):
+        alive = e.feed("examine wall")
+        assert alive == (i < 19)
+    assert e.stop_reason == "no_progress"
+
+
+def test_progress_is_measured_as_the_reference_code_does():
+    # an examine that drops onto an empty ground is progress; a pickup never is
+    e = Episode(W, 0, budget=100)
+    for _ in range(30):
+        e.feed("examine r_1")
+        e.feed("pickup")
+    assert e.stop_reason is None
+    e2 = Episode(W, 0, budget=100)
+    for _ in range(19):
+        e2.feed("examine wall")
+    e2.feed("pickup")
+    assert e2.stop_reason == "no_progress"
+
+
+def test_solving_and_the_turn_cap():
+    one = World(1, "r", "m", "o", ("y", "k"), ("k", "y"))
+    e = Episode(one, 0, budget=5)
+    for text in ("examine r_1", "pickup", "use m_1 r_1"):
+        e.feed(text)
+    assert e.stop_reason == "solved" and e.record()["won"]
+    assert e.messages[-1]["content"] == "You use m_1 on r_1: it fits. r_1 opens.\n\nAll 1 doors open. Done."
+    capped = Episode(W, 0, budget=100, max_turns=3)
+    for text in ("hmm", "examine r_1", "pickup"):
+        capped.feed(text)
+    assert capped.stop_reason == "max_turns"
+
+
+def test_record_carries_what_the_metrics_need():
+    e = Episode(W, 1, budget=10)
+    e.feed("examine r_1", {"input_tokens": 100, "output_tokens": 7})
+    e.feed("nonsense", {"input_tokens": 120, "output_tokens": 3})
+    r = e.record()
+    assert r["actions"] == [["examine", "r_1"]] and len(r["observations"]) == 1
+    assert r["usage"] == {"input_tokens": 220, "output_tokens": 10, "calls": 2}
+    assert r["unparsed"] == [{"turn": 1, "text": "nonsense"}]
+    assert {"held", "built", "build_turn", "won", "stop_reason", "total_actions", "pickups"} <= set(r)
+
+
+# ---------------------------------------------------------------------------------------------- parser
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("examine r_1", ("examine", "r_1")),
+    ("EXAMINE R_1", ("examine", "r_1")),
+    ("Examine: r_1", ("examine", "r_1")),
+    ("> use m_1 on r_1", ("use", "m_1", "r_1")),
+    (">use m_1 r_1", ("use", "m_1", "r_1")),
+    ("combine a foo with a bar", ("combine", "foo", "bar")),
+    ("combine the foo and an bar", ("combine", "foo", "bar")),
+    ("combine foo,bar", ("combine", "foo", "bar")),
+    ("combine foo + bar", ("combine", "foo", "bar")),
+    ("combine foo WITH bar", ("combine", "foo", "bar")),
+    ("use the m_1 to r_1", ("use", "m_1", "r_1")),
+    ("use `m_1` on `r_1`.", ("use", "m_1", "r_1")),
+    ("combine foo bar baz", ("combine", "foo", "bar")),
+    ("pickup", ("pickup",)),
+    ("PICKUP everything please", ("pickup",)),
+    ("combine foo", None),
+    ("use m_1", None),
+    ("examine", None),
+    ("examine the", None),
+    ("I will examine r_1", None),
+    ("examiner r_1", None),
+    ("**examine r_1**", None),
+])
+def test_parser_cases(line, expected):
+    assert parse_action(line) == expected
+
+
+def test_an_article_that_is_a_label_is_kept():
+    assert parse_action("combine a k") is None  # 'a' read as an article: one argument left
+    assert parse_action("combine a k", frozenset({"a", "k"})) == ("combine", "a", "k")
+    assert parse_action("combine a a k", frozenset({"a", "k"})) == ("combine", "a", "a")
+
+
+def test_extract_action_takes_the_first_parseable_line():
+    assert extract_action("Let me think.\n> pickup\nexamine r_1") == ("pickup",)
+    assert extract_action("no action here\nnor here") is None
+
+
+# ------------------------------------------------------------------------------------------ relabeling
+
+ELEMENTS = ["door", "key", "machine", "bp0", "bp1", "bp2", "bp3"]
+
+
+@pytest.mark.parametrize("scheme", ["tokens", "letter", "alnum"])
+def test_relabeling_is_deterministic_in_the_seed(scheme):
+    a, b = relabel(ELEMENTS, 5, scheme), relabel(ELEMENTS, 5, scheme)
+    assert a == b and set(a) == set(ELEMENTS)
+    assert len(set(a.values())) == len(ELEMENTS)
+    assert any(relabel(ELEMENTS, s, scheme) != a for s in range(6, 10))
+    assert make_world(5, 10, 4, scheme) == make_world(5, 10, 4, scheme)
+
+
+def test_letter_scheme_draws_distinct_lowercase_letters():
+    for seed in range(20):
+        labels = relabel(ELEMENTS, seed, "letter").values()
+        assert all(len(x) == 1 and x in string.ascii_lowercase for x in labels)
+
+
+def test_tokens_scheme_is_pronounceable_nonsense_at_edit_distance_three():
+    eng = _english()
+    for seed in range(5):
+        labels = list(relabel(ELEMENTS, seed, "tokens").values())
+        for x in labels:
+            assert 4 <= len(x) <= 8 and x.isalpha() and x not in eng and x[:4] not in eng and x[-4:] not in eng
+        assert all(_edit_distance(x, y) >= 3 for i, x in enumerate(labels) for y in labels[i + 1:])
+
+
+def test_alnum_labels_stay_apart_after_case_folding():
+    for seed in range(20):
+        labels = [x.casefold() for x in relabel(ELEMENTS, seed, "alnum").values()]
+        assert all(re.fullmatch(r"[a-z0-9]{4,8}", x) for x in labels)
+        assert all(_edit_distance(x, y) >= 3 for i, x in enumerate(labels) for y in labels[i + 1:])
+
+
+def test_recipe_is_one_pair_of_distinct_types_fixed_by_the_seed():
+    for seed in range(30):
+        w = make_world(seed, 9, 4)
+        assert w.recipe[0] != w.recipe[1] and set(w.recipe) <= set(w.types)
+        assert make_world(seed, 9, 4).recipe == w.recipe
+    assert len({make_world(s, 9, 4).recipe for s in range(30)}) > 1
+
+
+def test_upper_case_labels_are_playable():
+    """The released code lower-cases arguments but matches case-sensitively, so alnum labels with an
+    upper-case letter can never be named (the paper's alnum scheme solved 0/40). Here they can."""
+    world = next(w for w in (make_world(s, 9, 2, "alnum") for s in range(50))
+                 if any(c.isupper() for c in w.door_base + w.key_base + w.machine + "".join(w.types)))
+    v = Vault(world, 0)
+    door = world.doors[0]
+    assert v.examine(door).startswith(f"You search {door}. Out falls ")
+    assert Vault(world, 0).examine(door.lower()) == Vault(world, 0).examine(door.upper())
+    seed = 0
+    episodes = [Episode(world, seed, budget_for(9))]
+    play(ScriptedAgent("optimal", 2), episodes, SamplingParams())
+    assert episodes[0].stop_reason == "solved" and episodes[0].record()["built"]
+
+
+# ----------------------------------------------------------------------------- fidelity to the release
+
+
+def test_released_worlds_are_reproduced_from_the_seed():
+    for row in fixture_rows():
+        assert make_world(row["relabel_seed"], row["n"], row["n_types"], "letter").labels() == row["labels"]
+
+
+def test_replaying_released_rows_reproduces_every_observation():
+    rows = fixture_rows()
+    assert len(rows) == 13
+    for row in rows:
+        v = Vault(World.from_labels(row["labels"], row["n"]), row["drop_seed"], row["hint"])
+        assert [v.step(tuple(a)) for a in row["actions"]] == row["obs"]
+        assert v.solved() == row["solved"]
+
+
+# ------------------------------------------------------------------------------------------- the agents
+
+
+def test_optimal_agent_wins_every_episode_of_a_cell():
+    from smith.evals.lomekwi import cell_seeds
+
+    n, t = 10, 3
+    seeds = cell_seeds(4, 20, None)  # cell (10, 3) is the fifth of the sweep
+    assert seeds == list(range(80, 100))
+    runs = {}
+    for policy in ("optimal", "grinder"):
+        eps = [Episode(make_world(s, n, t), s, budget_for(n)) for s in seeds]
+        play(ScriptedAgent(policy, t), eps, SamplingParams())
+        runs[policy] = [e.record() for e in eps]
+    optimal = runs["optimal"]
+    assert sum(r["won"] for r in optimal) == 20 and all(r["built"] for r in optimal)
+    assert sum(r["total_actions"] for r in optimal) / 20 < expected_grind(n)
+    assert sum(r["won"] for r in runs["grinder"]) <= 20 and not any(r["built"] for r in runs["grinder"])
+    assert (sum(r["total_actions"] for r in runs["grinder"]) > sum(r["total_actions"] for r in optimal))
