@@ -8,6 +8,7 @@ with at most two actions each (2n). Building is optimal where E[build] < E[grind
 
 from __future__ import annotations
 
+from fractions import Fraction
 from math import comb
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def p_collect_all(k: int, draws: int) -> float:
 
     Appendix B: k = 10 keys in 37 draws ~ 0.809; k = 4 shards in 21 draws ~ 0.991.
     """
-    return sum((-1) ** j * comb(k, j) * ((k - j) / k) ** draws for j in range(k + 1))
+    return float(sum((-1) ** j * comb(k, j) * Fraction(k - j, k) ** draws for j in range(k + 1)))  # exact, then float
 
 
 def threshold_map(n_values: list[int], t_values: list[int]) -> np.ndarray:
