@@ -39,6 +39,7 @@ CLONE_NEWNET = 0x40000000
 REQ_FD, RESP_FD = 3, 4
 HEADER = struct.Struct(">I")
 TOOL_PID = -1
+UID_BLOCK = 1 << 20  # uids per worker
 ERROR_CHARS = 2000
 LIMIT_ERRNOS = {errno.EAGAIN, errno.EFBIG, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EDQUOT, errno.ENOMEM}
 PRELOAD = (
@@ -276,9 +277,11 @@ class ForkServer:
         self.child: int | None = None
         self.cwd: str | None = None
         self.seq = 0
+        self.uid_base: int | None = None
 
     def init(self, cfg: dict) -> dict:
-        self.uid = cfg["uid"]
+        self.uid_base = cfg["uid_base"]  # tool processes get uid_base + seq: a fresh uid for every run
+        self.uid: int | None = None
         self.workdir_root = cfg["workdir_root"]
         self.bpf = base64.b64decode(cfg["bpf"]) if cfg["bpf"] else None
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -290,7 +293,7 @@ class ForkServer:
         return {
             "ok": True,
             "uid": os.geteuid(),
-            "can_setuid": os.geteuid() == 0 and self.uid is not None,
+            "can_setuid": os.geteuid() == 0 and self.uid_base is not None,
             "interfaces": ifaces,
             "unshared_net": bool(net),
             "pid": os.getpid(),
@@ -301,6 +304,8 @@ class ForkServer:
         """Pre-fork the next tool process; it waits, already confined, for its load frame."""
         self.seq += 1
         self.cwd = os.path.join(self.workdir_root, f"run{self.seq}")
+        if self.uid_base is not None:
+            self.uid = self.uid_base + self.seq % UID_BLOCK
         os.mkdir(self.cwd, 0o700)
         if self.uid is not None:
             os.chown(self.cwd, self.uid, self.uid)
@@ -349,7 +354,7 @@ class ForkServer:
                 with open(f"/proc/{name}/status") as fh:
                     for line in fh:
                         if line.startswith("Uid:"):
-                            if int(line.split()[1]) == self.uid:
+                            if 0 <= int(line.split()[1]) - self.uid_base < UID_BLOCK:
                                 pids.append(int(name))
                             break
             except OSError:
@@ -357,14 +362,14 @@ class ForkServer:
         return pids
 
     def reap(self) -> dict:
-        """SIGKILL every process of the tool's uid, reap them all, remove the working directory."""
+        """SIGKILL every process of the tools' uids, reap them all, remove the working directory."""
         exit_status = None
         deadline = time.monotonic() + 10.0
-        if self.uid is None and self.child is not None:
+        if self.uid_base is None and self.child is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.child, signal.SIGKILL)
         while True:
-            victims = self._tool_pids() if self.uid is not None else []
+            victims = self._tool_pids() if self.uid_base is not None else []
             for pid in victims:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)

@@ -1,8 +1,8 @@
 """Sandbox: a thread-safe pool of pre-started workers that runs untrusted tools, failing closed.
 
 DESIGN.md section 4. "strict" = bubblewrap (read-only system, private /tmp, new pid/net/ipc/uts
-namespaces, capabilities dropped) + a dedicated unprivileged uid per worker + seccomp + rlimits.
-"process" = a dedicated uid (when root) + new session + scrubbed environment + private working
+namespaces, capabilities dropped) + a fresh unprivileged uid per run + seccomp + rlimits.
+"process" = a fresh uid per run (when root) + new session + scrubbed environment + private working
 directory + rlimits + a network namespace where the kernel allows it. See docs/sandbox.md.
 """
 
@@ -15,12 +15,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sandbox._forkserver import UID_BLOCK
 from sandbox.seccomp import build_bpf
 from sandbox.types import Limits, Result
 from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
 
 ISOLATIONS = ("strict", "process")
-UID_BASE, UID_SPAN = 1_000_000_000, 1_000_000_000  # far above any real account; one fresh uid per worker
+UID_BASE, UID_SPAN = 1 << 30, 1 << 30  # far above any real account; each worker draws a block of fresh uids
 
 
 class Sandbox:
@@ -64,8 +65,8 @@ class Sandbox:
             self._idle.put(f.result())
 
     def _new_worker(self) -> Worker:
-        uid = UID_BASE + secrets.randbelow(UID_SPAN) if self._root else None
-        worker = Worker(self.isolation, uid, self._bpf, self.tmp_mb)
+        uid_base = UID_BASE + secrets.randbelow(UID_SPAN // UID_BLOCK) * UID_BLOCK if self._root else None
+        worker = Worker(self.isolation, uid_base, self._bpf, self.tmp_mb)
         try:
             if self.isolation == "strict":
                 self._check_strict(worker)

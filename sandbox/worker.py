@@ -3,7 +3,7 @@
 A worker is a long-lived fork server (sandbox/_forkserver.py), inside bubblewrap for "strict". Each `run`
 forks one tool process from it (no interpreter start-up), feeds it JSON frames over pipes, enforces the
 wall timeout, captures capped stdout/stderr, and finally has the server SIGKILL and reap every process of
-the tool's uid (DESIGN.md section 4).
+the tools' uids (DESIGN.md section 4).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sandbox._forkserver import HEADER, pack
+from sandbox._forkserver import HEADER, UID_BLOCK, pack
 from sandbox.types import Limits, Result
 
 FORKSERVER = Path(__file__).with_name("_forkserver.py")
@@ -50,13 +50,17 @@ def _ro_system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    args += ["--perms", "0711", "--dir", "/etc"]
     for path in ("/etc/ld.so.cache", "/etc/localtime"):
         args += ["--ro-bind-try", path, path]
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     prefixes.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
-    for prefix in sorted(prefixes):
-        if prefix != "/" and not prefix.startswith("/usr"):
-            args += ["--ro-bind", prefix, prefix]
+    prefixes = sorted(p for p in prefixes if p != "/" and not p.startswith("/usr"))
+    parents = sorted({str(parent) for p in prefixes for parent in Path(p).parents if str(parent) != "/"})
+    for parent in parents:  # traversable (only) for the tools' uids: bwrap would copy e.g. /root's 0700
+        args += ["--perms", "0711", "--dir", parent]
+    for prefix in prefixes:
+        args += ["--ro-bind", prefix, prefix]
     return args
 
 
@@ -217,8 +221,8 @@ class _ToolProcess:
 class Worker:
     """One fork server and the tools it runs, one `run` at a time (the pool gives each thread its own)."""
 
-    def __init__(self, isolation: str, uid: int | None, bpf: bytes | None, tmp_mb: int = 64) -> None:
-        self.isolation, self.uid = isolation, uid
+    def __init__(self, isolation: str, uid_base: int | None, bpf: bytes | None, tmp_mb: int = 64) -> None:
+        self.isolation, self.uid_base = isolation, uid_base
         self.workdir: str | None = None
         self.tool: _ToolProcess | None = None
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -243,7 +247,7 @@ class Worker:
             child.close()
         self.sock = parent
         self.sock.settimeout(CONTROL_TIMEOUT_S)
-        cfg = {"op": "init", "uid": uid, "workdir_root": root, "unshare_net": isolation == "process"}
+        cfg = {"op": "init", "uid_base": uid_base, "workdir_root": root, "unshare_net": isolation == "process"}
         cfg["bpf"] = base64.b64encode(bpf).decode() if bpf else None
         try:
             self.hello = self._control(cfg)
@@ -368,6 +372,10 @@ class Worker:
         if self.tool.used:
             self.tool.close()
         return res
+
+    def owns_uid(self, uid: int) -> bool:
+        """Whether `uid` is one this worker's tools run as (each run gets the next uid of its block)."""
+        return self.uid_base is not None and 0 <= uid - self.uid_base < UID_BLOCK
 
     def ready(self) -> None:
         """Make sure a fresh pre-forked tool process is waiting (runs off the caller's critical path)."""
