@@ -106,3 +106,33 @@ def test_export_round_trips(tmp_path):
     assert all(schema["type"] == "function" for _, schema in mod.TOOLS.values())
     with pytest.raises(ValueError, match="unknown export format"):
         export(pool, "yaml", tmp_path / "x")
+
+
+def test_serve_pool_over_mcp_stdio(tmp_path):
+    """`smith serve-pool` lists the pooled tools and runs calls in the strict sandbox, via the mcp client."""
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    pool = ToolPool()
+    pool.admit(entry("spell_backward", "return question.split(':')[-1].strip()[::-1]", r_eval=1.0))
+    pool.admit(entry("lcm", "raise ValueError('broken tool')", r_eval=0.5))
+    path = pool.save(tmp_path / "pool.json")
+    server = StdioServerParameters(command=sys.executable, args=["-m", "smith.cli", "serve-pool", str(path)])
+
+    async def session() -> tuple:
+        async with Client(server) as client:
+            listed = (await client.list_tools()).tools
+            ok = await client.call_tool(listed[1].name, {"question": "Spell this word backward: smith"})
+            bad = await client.call_tool(listed[0].name, {"question": "x"})
+            missing = await client.call_tool("nope", {})
+            return listed, ok, bad, missing
+
+    listed, ok, bad, missing = anyio.run(session)
+    assert sorted(t.name for t in listed) == ["solve", "solve_2"]
+    assert {t.description for t in listed} == {"tool for lcm", "tool for spell_backward"}
+    assert listed[0].input_schema["required"] == ["question"]
+    assert not ok.is_error and ok.content[0].text == "htims"
+    assert bad.is_error and "ValueError" in bad.content[0].text and "broken tool" in bad.content[0].text
+    assert missing.is_error and "unknown tool" in missing.content[0].text
