@@ -102,7 +102,11 @@ def resolve_model(spec: str, cfg: Any = None) -> tuple[str, str | None]:
         if not base:
             raise ValueError(f"LoRA checkpoint {spec} names no base model in {where}; write {BASE_HINT} "
                              '{"base_model": "<dir or tiny>"} next to it')
-        base_dir, nested = resolve_model(str(base), cfg)
+        try:
+            base_dir, nested = resolve_model(str(base), cfg)
+        except ValueError:
+            raise ValueError(f"LoRA checkpoint {spec}: its base model {base!r} (from {where}) is not available "
+                             f"here; write {BASE_HINT} {{\"base_model\": \"<dir or tiny>\"}} next to it") from None
         if nested is not None:
             raise ValueError(f"LoRA checkpoint {spec} has another LoRA checkpoint ({base}) as its base; merge it first")
         return base_dir, str(path)

@@ -32,7 +32,7 @@ class _Active:
 ACTIVE: Any = _Active()
 
 
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+def eos_ids_of(model: Any, tokenizer: Any) -> set[int]:
     """The tokenizer's eos plus every eos id of the model's generation config (Qwen3: <|im_end|>, <|endoftext|>)."""
     ids: set[int] = set()
     for source in (tokenizer.eos_token_id, getattr(getattr(model, "generation_config", None), "eos_token_id", None)):
@@ -83,7 +83,7 @@ class HFBackend:
         self.batch_size = batch_size
         self.adapter = adapter
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
-        self.eos_ids = _eos_ids(model, tokenizer)
+        self.eos_ids = eos_ids_of(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids))
 

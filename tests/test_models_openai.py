@@ -1,0 +1,252 @@
+"""OpenAIBackend over real HTTP on 127.0.0.1: smith's own server (tiny model, scripted text) and a
+scripted OpenAI-style server (scripted replies at the HTTP layer) for retries, timeouts and tool calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from smith.models.base import ChatBackend, SamplingParams, parse_tool_calls
+from smith.models.hf import HFBackend
+from smith.models.openai import OpenAIBackend, OpenAIBackendError, to_openai_messages
+from smith.models.scripted import ScriptedBackend
+from smith.models.serve import running, running_app
+
+TOOLS = [{"type": "function", "function": {
+    "name": "count_bits", "description": "Counts the 1 bits of a number.",
+    "parameters": {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}}}]
+CALL = '<tool_call>\n{"name": "count_bits", "arguments": {"question": "12"}}\n</tool_call>'
+MULTI_TURN = [
+    {"role": "user", "content": "How many 1 bits are in 12?"},
+    {"role": "assistant", "content": CALL},
+    {"role": "tool", "content": "2"},
+]
+
+
+# -- smith.models.serve over the tiny model ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir) -> HFBackend:
+    return HFBackend.from_pretrained(tiny_model_dir, name="tiny")
+
+
+def test_openai_backend_against_served_tiny_model(tiny):
+    convs = [[{"role": "user", "content": "What is 3 + 4?"}], [{"role": "user", "content": "hi"}], MULTI_TURN]
+    tools = [TOOLS, None, TOOLS]
+    params = SamplingParams(max_new_tokens=12, temperature=0.0)
+    direct = tiny.chat(convs, tools, params)
+    with running(tiny, name="tiny") as url, OpenAIBackend(url, "tiny", logprobs=True, concurrency=3) as client:
+        assert isinstance(client, ChatBackend)
+        listed = httpx.get(url + "/models").json()
+        assert [m["id"] for m in listed["data"]] == ["tiny"]
+        remote = client.chat(convs, tools, params)
+        for d, r in zip(direct, remote, strict=True):
+            assert r.text == d.text
+            assert r.prompt_tokens == len(d.prompt_ids) and r.completion_tokens == len(d.completion_ids)
+            assert r.logprobs == pytest.approx(d.logprobs, abs=1e-6)
+            assert r.finish_reason == d.finish_reason
+        assert client.meter.prompt_tokens == sum(len(d.prompt_ids) for d in direct)
+        assert client.meter.completion_tokens == sum(len(d.completion_ids) for d in direct)
+        assert client.meter.requests == 3 and client.meter.retries == 0
+        with OpenAIBackend(url, "not-served", max_retries=3) as wrong, pytest.raises(OpenAIBackendError, match="404"):
+            wrong.chat(convs[:1])
+        assert wrong.meter.retries == 0  # a 4xx is not retried
+        bad = httpx.post(url + "/chat/completions", json={"messages": [], "model": "tiny"})
+        assert bad.status_code == 400 and "messages" in bad.json()["error"]["message"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+def test_tool_calls_round_trip_through_the_server(tokenizer):
+    """Scripted model text -> server's structured tool_calls -> client's <tool_call> text, unchanged."""
+    replies = iter([
+        "Let me count.\n" + CALL,
+        "<tool_call>\n{not json}\n</tool_call>",
+        "The answer is 2.",
+    ])
+    scripted = ScriptedBackend(tokenizer, lambda _prompt: next(replies))
+    with running(scripted, name="scripted") as url, OpenAIBackend(url, "scripted", concurrency=1) as client:
+        first = client.chat([MULTI_TURN[:1]], [TOOLS])[0]
+        assert first.tool_calls[0]["function"]["name"] == "count_bits"
+        assert json.loads(first.tool_calls[0]["function"]["arguments"]) == {"question": "12"}
+        assert first.text.startswith("Let me count.")
+        parsed = parse_tool_calls(first.text)
+        assert [(c.name, c.arguments) for c in parsed.calls] == [("count_bits", {"question": "12"})]
+        # malformed block: plain text, no structured calls; parse reports the error to the caller
+        second = client.chat([MULTI_TURN[:1]], [TOOLS])[0]
+        assert second.tool_calls == [] and "{not json}" in second.text
+        assert parse_tool_calls(second.text).errors
+        # a transcript with <tool_call> text travels as structured calls and renders exactly as locally
+        third = client.chat([MULTI_TURN], [TOOLS])[0]
+        assert third.text == "The answer is 2." and third.finish_reason == "stop"
+    local = tokenizer.decode(scripted.render(MULTI_TURN, TOOLS))
+    assert scripted.calls[-1] == local
+    assert "<tool_response>\n2\n</tool_response>" in local
+
+
+# -- a scripted OpenAI-style server (real HTTP, scripted replies) ------------------------------------------
+
+
+def reply(content: str | None = "ok", tool_calls=None, prompt=7, completion=3, finish="stop") -> dict:
+    message = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {"id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+
+
+class ScriptedServer:
+    """Answers each POST with the next scripted (status, body, delay, headers); records what it received."""
+
+    def __init__(self, script: list[tuple]) -> None:
+        self.script = list(script)
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.in_flight = self.max_in_flight = 0
+
+    async def handle(self, request: Request) -> JSONResponse:
+        self.requests.append(await request.json())
+        self.headers.append(dict(request.headers))
+        status, body, delay, headers = (self.script.pop(0) if self.script else (200, reply(), 0, {}))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            self.in_flight -= 1
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", self.handle, methods=["POST"])])
+
+
+def step(status=200, body=None, delay=0.0, headers=None) -> tuple:
+    return (status, body if body is not None else reply(), delay, headers or {})
+
+
+def serve(script):
+    server = ScriptedServer(script)
+    return server, running_app(server.app())
+
+
+def test_retries_on_500_and_429_then_succeeds():
+    server, ctx = serve([step(500, {"error": "boom"}), step(429, {"error": "slow down"}, headers={"Retry-After": "0"}),
+                        step(body=reply("fine", prompt=11, completion=5))])
+    with ctx as root, OpenAIBackend(root + "/v1", "m", backoff_s=0.01) as client:
+        g = client.chat([[{"role": "user", "content": "hi"}]])[0]
+    assert g.text == "fine" and (g.prompt_tokens, g.completion_tokens) == (11, 5)
+    assert len(server.requests) == 3 and client.meter.retries == 2 and client.meter.requests == 1
+
+
+def test_gives_up_after_max_retries_and_does_not_retry_4xx():
+    server, ctx = serve([step(503, {"error": "down"})] * 3 + [step(400, {"error": "bad tools"})])
+    with ctx as root, OpenAIBackend(root + "/v1", "m", max_retries=2, backoff_s=0.01) as client:
+        with pytest.raises(OpenAIBackendError, match=r"after 3 attempts; last error: HTTP 503"):
+            client.chat([[{"role": "user", "content": "hi"}]])
+        assert len(server.requests) == 3
+        with pytest.raises(OpenAIBackendError, match=r"HTTP 400: .*bad tools"):
+            client.chat([[{"role": "user", "content": "hi"}]])
+        assert len(server.requests) == 4
+
+
+def test_timeouts_are_retried():
+    server, ctx = serve([step(delay=2.0), step(body=reply("second try"))] + [step(delay=2.0)] * 2)
+    with ctx as root, OpenAIBackend(root + "/v1", "m", timeout_s=0.3, max_retries=1, backoff_s=0.01) as client:
+        assert client.chat([[{"role": "user", "content": "hi"}]])[0].text == "second try"
+        assert len(server.requests) == 2
+        with pytest.raises(OpenAIBackendError, match=r"after 2 attempts; last error: timed out after 0.3s"):
+            client.chat([[{"role": "user", "content": "hi"}]])
+
+
+def test_connection_refused_is_a_clear_error():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with OpenAIBackend(f"http://127.0.0.1:{port}/v1", "m", max_retries=1, backoff_s=0.01) as client, \
+            pytest.raises(OpenAIBackendError, match="ConnectError"):
+        client.chat([[{"role": "user", "content": "hi"}]])
+
+
+def test_tool_calls_become_tool_call_text():
+    calls = [
+        {"id": "a", "type": "function", "function": {"name": "count_bits", "arguments": '{"question": "12"}'}},
+        {"id": "b", "type": "function", "function": {"name": "gcd", "arguments": "{broken"}},
+    ]
+    server, ctx = serve([step(body=reply(None, calls, finish="tool_calls")), step(body=reply("cut", finish="length"))])
+    with ctx as root, OpenAIBackend(root + "/v1", "m", concurrency=1) as client:
+        g, cut = client.chat([MULTI_TURN[:1], MULTI_TURN[:1]], [TOOLS, None], SamplingParams(64, 0.7, 0.9, seed=5))
+    parsed = parse_tool_calls(g.text)
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("count_bits", {"question": "12"})]
+    assert parsed.errors == ["tool call arguments are not a JSON object"]
+    assert g.tool_calls == calls and g.finish_reason == "stop"
+    assert cut.finish_reason == "length"
+    first, second = server.requests
+    assert first["tools"] == TOOLS and "tools" not in second
+    assert (first["max_tokens"], first["temperature"], first["top_p"]) == (64, 0.7, 0.9)
+    assert (first["seed"], second["seed"]) == (5, 6)  # one seed per conversation: a group still varies
+
+
+def test_outgoing_transcript_uses_structured_tool_calls():
+    server, ctx = serve([step()])
+    with ctx as root, OpenAIBackend(root + "/v1", "m") as client:
+        client.chat([MULTI_TURN])
+    sent = server.requests[0]["messages"]
+    assert sent[1]["content"] is None
+    assert sent[1]["tool_calls"] == [{"id": "call_0", "type": "function",
+                                      "function": {"name": "count_bits", "arguments": '{"question": "12"}'}}]
+    assert sent[2] == {"role": "tool", "content": "2", "tool_call_id": "call_0"}
+    # malformed calls stay text; HF-style structured calls get string arguments and ids
+    assert to_openai_messages([{"role": "assistant", "content": "<tool_call>\n{x\n</tool_call>"}]) == [
+        {"role": "assistant", "content": "<tool_call>\n{x\n</tool_call>"}]
+    hf_style = [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]},
+                {"role": "tool", "content": "3"}]
+    out = to_openai_messages(hf_style)
+    assert out[0]["tool_calls"][0] == {"id": "call_0", "type": "function",
+                                       "function": {"name": "f", "arguments": '{"a": 1}'}}
+    assert out[1]["tool_call_id"] == "call_0"
+
+
+def test_batch_is_concurrent_and_metered():
+    script = [step(body=reply(f"r{i}", prompt=10 + i, completion=i), delay=0.3) for i in range(4)]
+    server, ctx = serve(script)
+    with ctx as root, OpenAIBackend(root + "/v1", "m", concurrency=4) as client:
+        gens = client.chat([[{"role": "user", "content": f"q{i}"}] for i in range(4)])
+    assert server.max_in_flight == 4
+    assert sorted(g.text for g in gens) == ["r0", "r1", "r2", "r3"]
+    assert client.meter.prompt_tokens == 10 + 11 + 12 + 13 and client.meter.completion_tokens == 6
+    assert client.meter.total_tokens == 52 and client.meter.requests == 4
+
+
+def test_api_key_explicit_then_env_fallback(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server, ctx = serve([])
+    with ctx as root:
+        for key, env in [("explicit", "from-env"), (None, "from-env"), (None, None)]:
+            if env:
+                monkeypatch.setenv("OPENAI_API_KEY", env)
+            else:
+                monkeypatch.delenv("OPENAI_API_KEY")
+            with OpenAIBackend(root + "/v1", "m", api_key=key) as client:
+                client.chat([[{"role": "user", "content": "hi"}]])
+    auth = [h.get("authorization") for h in server.headers]
+    assert auth == ["Bearer explicit", "Bearer from-env", None]
+
+
+def test_tools_length_must_match():
+    with OpenAIBackend("http://127.0.0.1:9/v1", "m") as client, pytest.raises(ValueError, match="one per"):
+        client.chat([MULTI_TURN, MULTI_TURN], [TOOLS])
