@@ -170,7 +170,8 @@ def _apply_rlimits(lim: dict) -> None:
     ]
     for kind, value in pairs:
         if value is not None:
-            resource.setrlimit(kind, (value, value))
+            # CPU: SIGXCPU at the soft limit names the cause; the hard limit's SIGKILL one second later is the backstop
+            resource.setrlimit(kind, (value, value + 1 if kind == resource.RLIMIT_CPU else value))
 
 
 def _run_script(msg: dict) -> None:
@@ -298,7 +299,37 @@ class ForkServer:
             "unshared_net": bool(net),
             "pid": os.getpid(),
             "python": sys.version.split()[0],
+            "unreadable": self._probe_python(),
         }
+
+    def _probe_python(self) -> str | None:
+        """The first interpreter path a tool's uid cannot read (it could import nothing new), or None."""
+        if self.uid_base is None:
+            return None
+        paths = [os.path.dirname(os.__file__), os.path.dirname(json.__file__)]
+        paths += [os.path.dirname(m.__file__) for m in (ctypes, socket) if getattr(m, "__file__", None)]
+        paths += [p for p in sys.path if os.path.isdir(p)]
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            bad = b""
+            try:
+                _drop_privileges(self.uid_base)
+                for path in paths:
+                    try:
+                        os.listdir(path)
+                    except OSError:
+                        bad = path.encode()
+                        break
+            except BaseException as exc:
+                bad = repr(exc).encode()
+            os.write(write, bad)
+            os._exit(0)
+        os.close(write)
+        bad = os.read(read, 4096).decode()
+        os.close(read)
+        os.waitpid(pid, 0)
+        return bad or None
 
     def spawn(self, fds: list[int]) -> dict:
         """Pre-fork the next tool process; it waits, already confined, for its load frame."""

@@ -70,6 +70,11 @@ class Sandbox:
         try:
             if self.isolation == "strict":
                 self._check_strict(worker)
+            if worker.hello.get("unreadable"):
+                raise SandboxUnavailable(
+                    f"{self.isolation} isolation runs tools as an unprivileged uid, which cannot read "
+                    f"{worker.hello['unreadable']} of this Python; install Python world-readable or use 'strict'"
+                )
             worker.ready()
         except BaseException:
             worker.close()

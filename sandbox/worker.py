@@ -33,6 +33,11 @@ BASE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 # the fork server keeps only what it needs to fork, switch uid, kill and clean up
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 SIGNAL_STATUS = {signal.SIGXCPU: "limit", signal.SIGKILL: "limit", signal.SIGXFSZ: "limit"}
+SIGNAL_CAUSE = {
+    signal.SIGXCPU: " (CPU time limit, Limits.cpu_s)",
+    signal.SIGKILL: " (a hard memory or CPU limit)",
+    signal.SIGSEGV: " (a crash, e.g. C stack overflow)",
+}
 
 
 class SandboxUnavailable(RuntimeError):
@@ -309,7 +314,7 @@ class Worker:
         sig, code = reply.get("signal"), reply.get("exit")
         if sig is not None:
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            return SIGNAL_STATUS.get(sig, "error"), f"tool process killed by {name} {what}"
+            return SIGNAL_STATUS.get(sig, "error"), f"tool process killed by {name}{SIGNAL_CAUSE.get(sig, '')} {what}"
         return "error", f"tool process exited with code {code} {what}"
 
     def _result(self, tool: _ToolProcess, kind: str, msg: Any, seconds: float) -> Result:
