@@ -1,0 +1,160 @@
+"""BFCL v4 (Berkeley Function Calling Leaderboard) through the bfcl-eval package, offline categories only.
+
+    python eval.py suite=bfcl model=SPEC [suite.categories=[simple_python,irrelevance]] [limit=N] [output_dir=D]
+
+SMITH paper, "Generalization to external tool-calling": BFCL v4 overall accuracy of base vs SMITH models.
+A local SPEC (tiny, a model dir, a LoRA checkpoint, vllm:<path>) is served by smith itself on an
+OpenAI-compatible endpoint (smith.models.serve) for the duration of the run; `openai:<base_url>#<model>`
+uses the given endpoint. bfcl-eval runs in its own venv (see smith/evals/bfcl/venv.py for why), with
+BFCL_PROJECT_ROOT = D/bfcl so its results and scores land next to the suite's summary.
+
+Offline categories: AST (simple_python, simple_java, simple_javascript, multiple, parallel,
+parallel_multiple), irrelevance, live_*, multi_turn_*, memory_kv and memory_rec_sum. web_search needs a
+search API and memory_vector downloads an embedding model, so both are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+OFFLINE = (
+    "simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple", "irrelevance",
+    "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance", "live_relevance",
+    "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
+    "memory_kv", "memory_rec_sum",
+)
+ONLINE = {"web_search_base": "needs a SerpAPI key and the internet", "web_search_no_snippet": "needs a SerpAPI key "
+          "and the internet", "memory_vector": "downloads the all-MiniLM-L6-v2 embedding model from the hub"}
+# BFCL's sections, as its leaderboard groups categories (bfcl_eval.eval_checker.eval_runner_helper)
+SECTIONS = {
+    "Non-Live AST": ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple"),
+    "Live AST": ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"),
+    "Irrelevance": ("irrelevance", "live_irrelevance"),
+    "Relevance": ("live_relevance",),
+    "Multi-Turn": ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"),
+    "Memory": ("memory_kv", "memory_rec_sum"),
+}
+RUNNER = Path(__file__).with_name("runner.py")
+REGISTRY = "smith-FC"  # bfcl-eval files results under this name; no "_" or "/" (it maps "_" back to "/")
+
+
+def categories(requested: list[str]) -> list[str]:
+    """Validate the requested categories; `all` or an empty list means every offline one."""
+    if not requested or list(requested) == ["all"]:
+        return list(OFFLINE)
+    bad = {c: ONLINE[c] for c in requested if c in ONLINE}
+    if bad:
+        raise ValueError(f"BFCL categories {sorted(bad)} are not offline ({'; '.join(bad.values())}); "
+                         f"choose from {', '.join(OFFLINE)}")
+    unknown = sorted(set(requested) - set(OFFLINE))
+    if unknown:
+        raise ValueError(f"unknown BFCL categories {unknown}; choose from {', '.join(OFFLINE)}")
+    return list(dict.fromkeys(requested))
+
+
+def bfcl_python(cfg: DictConfig) -> Path:
+    """The python of the bfcl-eval venv: suite.python, else the default venv; a clear error when absent."""
+    from .venv import DEFAULT_DIR, has_bfcl, python_of
+
+    python = Path(str(cfg.suite.python)) if cfg.suite.get("python") else python_of(DEFAULT_DIR)
+    if not has_bfcl(python):
+        raise FileNotFoundError(f"no bfcl-eval at {python}; create its venv with `.venv/bin/python -m "
+                                "smith.evals.bfcl.venv` (or set suite.python to a python with bfcl-eval==2026.3.23)")
+    return python
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def sections(acc: dict[str, float], counts: dict[str, int]) -> dict[str, float]:
+    """BFCL's section accuracies over the categories that were run, with its rules: Non-Live AST averages
+    simple (itself the mean of simple_python/java/javascript), multiple, parallel and parallel_multiple; Live AST
+    weighs its categories by entry count; the other sections are plain means."""
+    out: dict[str, float | None] = {}
+    simple = _mean([acc[c] for c in SECTIONS["Non-Live AST"][:3] if c in acc])
+    out["Non-Live AST"] = _mean([a for a in [simple, *(acc.get(c) for c in SECTIONS["Non-Live AST"][3:])]
+                                 if a is not None])
+    live = [c for c in SECTIONS["Live AST"] if c in acc]
+    out["Live AST"] = (sum(acc[c] * counts[c] for c in live) / sum(counts[c] for c in live)
+                       if live and sum(counts[c] for c in live) else None)
+    for name in ("Irrelevance", "Relevance", "Multi-Turn", "Memory"):
+        out[name] = _mean([acc[c] for c in SECTIONS[name] if c in acc])
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def summarize(scores: dict[str, Any]) -> dict[str, Any]:
+    """Per-category accuracy, BFCL's section accuracies over the categories run, their mean, and tokens."""
+    cats = {c: v for c, v in scores["categories"].items() if "accuracy" in v}
+    acc = {c: float(v["accuracy"]) for c, v in cats.items()}
+    gen = sum(v["generated"] for v in scores["categories"].values())
+    return {
+        "categories": scores["categories"],
+        "sections": sections(acc, {c: int(v["total_count"]) for c, v in cats.items()}),
+        "mean_accuracy": _mean(list(acc.values())),
+        "entries": sum(int(v["total_count"]) for v in cats.values()),
+        "tokens": {"input": sum(v["input_tokens"] for v in scores["categories"].values()) / gen if gen else None,
+                   "output": sum(v["output_tokens"] for v in scores["categories"].values()) / gen if gen else None},
+        "bfcl_overall_csv": scores.get("overall_csv"),
+    }
+
+
+def run(cfg: DictConfig) -> dict:
+    """Serve or reach the model, run bfcl-eval in its venv, write summary.json and results.md."""
+    from smith.evals.common import markdown_table, output_dir, write_json
+
+    s = cfg.suite
+    cats = categories(list(s.categories or []))
+    python = bfcl_python(cfg)
+    out = output_dir(cfg).resolve()
+    root = out / "bfcl"
+    root.mkdir(exist_ok=True)
+    spec = str(cfg.model)
+    with ExitStack() as stack:
+        if spec.startswith("openai:"):
+            base_url, _, served = spec[len("openai:"):].rpartition("#")
+            if not base_url or not served:
+                raise ValueError(f"bad openai spec {spec!r}; use openai:<http(s)://host:port/v1>#<model>")
+        elif spec.startswith("scripted:"):
+            raise ValueError(f"suite bfcl has no scripted agents ({spec}); serve one and pass openai:<url>#<name>")
+        else:
+            from smith.models import load_backend
+            from smith.models.serve import running
+
+            served = str(s.served_name)
+            base_url = stack.enter_context(running(load_backend(spec, cfg), port=int(s.port), name=served))
+        env = {**os.environ, "BFCL_PROJECT_ROOT": str(root), "OPENAI_BASE_URL": base_url,
+               "OPENAI_API_KEY": str(s.get("api_key") or os.environ.get("OPENAI_API_KEY") or "EMPTY"),
+               "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+        cmd = [str(python), str(RUNNER), "--registry", REGISTRY, "--served-name", served, "--categories", *cats,
+               "--threads", str(int(s.threads)), "--temperature", str(float(s.temperature)),
+               "--out", str(root / "scores.json")]
+        if cfg.get("limit") is not None:
+            cmd += ["--limit", str(int(cfg.limit))]
+        done = subprocess.run(cmd, env=env, cwd=str(root), stdout=sys.stderr, check=False,
+                              timeout=float(s.timeout_s) if s.get("timeout_s") else None)
+        if done.returncode != 0:
+            raise RuntimeError(f"bfcl-eval failed (exit {done.returncode}); its output is above, its files in {root}")
+    summary = {"suite": "bfcl", "output_dir": str(out), "model": spec, "served_name": served,
+               "label": s.get("label") or spec.split("#")[-1].rstrip("/").split("/")[-1],
+               "limit": cfg.get("limit"), **summarize(json.loads((root / "scores.json").read_text())),
+               "config": OmegaConf.to_container(s, resolve=True)}
+    write_json(out / "summary.json", summary)
+    rows = [{"category": c, "accuracy": 100 * v["accuracy"] if "accuracy" in v else None,
+             "correct": v.get("correct_count"), "total": v.get("total_count"),
+             "in/out tokens": f"{v['input_tokens']:,.0f} / {v['output_tokens']:,.0f}"}
+            for c, v in summary["categories"].items()]
+    rows += [{"category": f"**{name}**", "accuracy": 100 * v} for name, v in summary["sections"].items()]
+    (out / "results.md").write_text(f"# BFCL v4: {summary['label']}\n\n" + markdown_table(
+        rows, ["category", "accuracy", "correct", "total", "in/out tokens"], floatfmt=".1f")
+        + "\nOffline categories only; section rows follow BFCL's own aggregation over the categories run (BFCL's "
+          "data_overall.csv, which counts categories not run as 0, is kept in summary.json as bfcl_overall_csv).\n")
+    return summary

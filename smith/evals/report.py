@@ -1,0 +1,254 @@
+"""`smith report DIRS... --out D`: one Markdown + HTML page of paper-style tables and plots, from logs on disk.
+
+Every number comes from a file a run wrote: `summary.json` of eval suites (rg rows follow the SMITH paper's
+main table: Seen Avg, unseen Logic / Game / Algebra / Arith / Algo, Avg, I/O tokens; bfcl rows BFCL's
+sections) and a training run's `metrics.jsonl` (reward axes per step, pool size per category) with the
+`tool_pool.json` of its checkpoints. A directory may hold many runs; it is searched recursively.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from smith.evals.common import markdown_table
+
+POOL_FILE = "tool_pool.json"
+_AXIS = re.compile(r"^rewards/([^/]+)/mean$")
+_POOL = re.compile(r"^pool/size/(.+)$")
+
+
+@dataclass
+class Found:
+    evals: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
+    runs: list[Path] = field(default_factory=list)
+
+
+def discover(dirs: Iterable[str | Path]) -> Found:
+    """Eval directories (a summary.json with a `suite`) and training runs (a metrics.jsonl), in argument order."""
+    found = Found()
+    seen: set[Path] = set()
+    for d in dirs:
+        root = Path(d)
+        if not root.is_dir():
+            raise FileNotFoundError(f"{root} is not a directory; pass run or eval output directories")
+        hits = sorted({p.parent for p in [*root.rglob("summary.json"), *root.rglob("metrics.jsonl")]})
+        for where in hits:
+            if where.resolve() in seen:
+                continue
+            seen.add(where.resolve())
+            summary = where / "summary.json"
+            if summary.is_file():
+                data = json.loads(summary.read_text())
+                if isinstance(data, dict) and data.get("suite"):
+                    found.evals.append((where, data))
+            if (where / "metrics.jsonl").is_file():
+                found.runs.append(where)
+    if not found.evals and not found.runs:
+        raise FileNotFoundError(f"no summary.json or metrics.jsonl under {', '.join(map(str, dirs))}; "
+                                "pass directories written by eval.py or train.py")
+    return found
+
+
+def read_metrics(run: Path) -> list[dict[str, Any]]:
+    """metrics.jsonl rows that carry a step (a torn last line from a killed run is skipped)."""
+    rows = []
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("step"), int | float):
+            rows.append(row)
+    return sorted(rows, key=lambda r: r["step"])
+
+
+def series(rows: list[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
+    """(steps, values) of one metric, where the row has a number for it."""
+    pts = [(float(r["step"]), float(r[key])) for r in rows if isinstance(r.get(key), int | float)]
+    return [s for s, _ in pts], [v for _, v in pts]
+
+
+def pool_growth(run: Path, rows: list[dict[str, Any]]) -> dict[str, tuple[list[float], list[float]]]:
+    """Pool size per category per step: from metrics.jsonl's pool/size/<category>, else from the pools saved
+    in the run's checkpoints (checkpoint-<step>/tool_pool.json)."""
+    keys = sorted({m.group(1) for r in rows for k in r if (m := _POOL.match(k))})
+    if keys:
+        return {c: series(rows, f"pool/size/{c}") for c in keys}
+    growth: dict[str, tuple[list[float], list[float]]] = {}
+    ckpts = sorted(run.glob(f"checkpoint-*/{POOL_FILE}"), key=lambda p: int(p.parent.name.split("-")[-1]))
+    for path in ckpts:
+        step = float(path.parent.name.split("-")[-1])
+        entries = json.loads(path.read_text()).get("entries", [])
+        counts: dict[str, int] = {}
+        for e in entries:
+            counts[e["category"]] = counts.get(e["category"], 0) + 1
+        for cat in set(counts) | set(growth):
+            growth.setdefault(cat, ([], []))
+            growth[cat][0].append(step)
+            growth[cat][1].append(float(counts.get(cat, 0)))
+    return growth
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_curves(rows: list[dict[str, Any]], title: str, path: Path) -> Path | None:
+    """Training curves: one panel per reward axis (`rewards/<axis>/mean`), plus `use/correct` when logged."""
+    keys = sorted({k for r in rows for k in r if _AXIS.match(k)})
+    keys += [k for k in ("use/correct",) if any(k in r for r in rows)]
+    if not keys:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 2.8), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        steps, values = series(rows, key)
+        ax.plot(steps, values, marker="o", ms=3)
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel("step")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_pool(growth: dict[str, tuple[list[float], list[float]]], title: str, path: Path) -> Path | None:
+    """Pool growth: tools in the pool per category against the training step."""
+    if not growth:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    for cat, (steps, values) in sorted(growth.items()):
+        ax.plot(steps, values, marker="o", ms=3, label=cat)
+    ax.set_xlabel("step")
+    ax.set_ylabel("tools in pool")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "run"
+
+
+def _labels(evals: list[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """Row labels: a summary's own label, made unique with its directory name when two collide."""
+    raw = [str(s.get("label") or s.get("model") or d.name) for d, s in evals]
+    return [f"{lab} [{d.name}]" if raw.count(lab) > 1 else lab for lab, (d, _) in zip(raw, evals, strict=True)]
+
+
+def _pct(v: Any) -> float | None:
+    return None if v is None else 100.0 * float(v)
+
+
+def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
+    """Write out/report.md, out/report.html and the PNGs; returns the Markdown path."""
+    from smith.evals.rg.metrics import PAPER_COLUMNS, PAPER_GROUPS, paper_row
+    from smith.evals.rg.plots import plot_groups
+
+    found = discover(dirs)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    labels = dict(zip([str(d) for d, _ in found.evals], _labels(found.evals), strict=True))
+    md = ["# smith report", "", "Every number below is read from the logs of the directories listed at the end.", ""]
+
+    rg = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] == "rg"]
+    if rg:
+        md += ["## Reasoning-gym (SMITH paper, main table)", ""]
+        md.append(markdown_table([{"Method": lab, **paper_row(s)} for lab, _, s in rg], ["Method", *PAPER_COLUMNS]))
+        md += ["", "Percent, ± bootstrap standard error. Seen Avg and Avg (unseen) average the groups; a group "
+               "averages its categories. I/O tokens: mean input / output tokens per question.", ""]
+        detail = []
+        for lab, _, s in rg:
+            row: dict[str, Any] = {"Method": lab, "mode": s.get("mode"), "questions": s.get("n_questions")}
+            for split in ("seen", "unseen"):
+                for g, cell in s.get("groups", {}).get(split, {}).items():
+                    row[f"{split} {g}"] = _pct(cell["value"])
+            detail.append(row)
+        cols = ["Method", "mode", "questions", *(f"{sp} {g}" for sp in ("seen", "unseen") for g, _ in PAPER_GROUPS
+                                                 if any(f"{sp} {g}" in r for r in detail))]
+        md += ["### Per split and group", "", markdown_table(detail, cols, floatfmt=".1f"), ""]
+        png = plot_groups({lab: s for lab, _, s in rg}, out / "accuracy_by_group.png")
+        md += [f"![accuracy per group]({png.name})", ""]
+
+    bfcl = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] == "bfcl"]
+    if bfcl:
+        names = list(dict.fromkeys(k for _, _, s in bfcl for k in s.get("sections", {})))
+        rows = []
+        for lab, _, s in bfcl:
+            tok = s.get("tokens", {})
+            rows.append({"Model": lab, **{n: _pct(s["sections"].get(n)) for n in names},
+                         "Mean": _pct(s.get("mean_accuracy")), "entries": s.get("entries"),
+                         "I/O tokens": f"{tok['input']:,.0f} / {tok['output']:,.0f}"
+                         if tok.get("input") is not None else None})
+        md += ["## BFCL v4 (offline categories)", "",
+               markdown_table(rows, ["Model", *names, "Mean", "entries", "I/O tokens"], floatfmt=".1f"), "",
+               "Percent. Sections follow BFCL's aggregation over the categories that were run; Mean averages "
+               "those categories.", ""]
+
+    others = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] not in ("rg", "bfcl")]
+    if others:
+        md += ["## Other suites", "", markdown_table(
+            [{"suite": s["suite"], "run": lab, "results": f"{d}/results.md"} for lab, d, s in others],
+            ["suite", "run", "results"]), ""]
+
+    for run in found.runs:
+        rows = read_metrics(run)
+        name = _slug(run.name)
+        md += [f"## Training run `{run.name}`", ""]
+        if not rows:
+            md += ["metrics.jsonl holds no step rows yet.", ""]
+            continue
+        last = rows[-1]
+        axes = sorted(m.group(1) for k in last if (m := _AXIS.match(k)))
+        table = {"step": last["step"], **{a: last.get(f"rewards/{a}/mean") for a in axes}}
+        for key in ("use/correct", "pool/size"):
+            if key in last:
+                table[key] = last[key]
+        md += [f"Last logged step of {len(rows)}:", "", markdown_table([table], list(table)), ""]
+        curves = plot_curves(rows, f"{run.name}: reward axes", out / f"curves-{name}.png")
+        if curves:
+            md += [f"![training curves]({curves.name})", ""]
+        pool = plot_pool(pool_growth(run, rows), f"{run.name}: pool growth", out / f"pool-{name}.png")
+        if pool:
+            md += [f"![pool growth]({pool.name})", ""]
+
+    md += ["## Sources", ""] + [f"- `{d}` ({s['suite']})" for d, s in found.evals] + [f"- `{r}` (training run)"
+                                                                                     for r in found.runs]
+    text = "\n".join(md) + "\n"
+    path = out / "report.md"
+    path.write_text(text)
+    (out / "report.html").write_text(to_html(text))
+    return path
+
+
+def to_html(markdown: str) -> str:
+    """The Markdown page as standalone HTML (markdown-it with GFM tables); images stay relative to it."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(markdown)
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+             "td:first-child,th:first-child{text-align:left}img{max-width:100%}")
+    return (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>smith report</title><style>{style}</style>"
+            f"</head><body>\n{body}</body></html>\n")
+
+
+def report_cli(args: argparse.Namespace) -> None:
+    path = build_report(args.dirs, args.out)
+    print(f"wrote {path} and {path.with_suffix('.html')}")

@@ -1,0 +1,249 @@
+"""Reasoning-gym seen/unseen accuracy by group and I/O tokens (SMITH paper, "Main results on Reasoning-Gym").
+
+    python eval.py suite=rg model=SPEC mode=cot|build_use|pool [suite.writer=SPEC] [suite.pool=PATH] \
+        [limit=N] [output_dir=D]
+
+Modes: `cot` answers directly (the Standard CoT baseline); `build_use` has the writer (default: the model
+itself) build one tool per category from 4 easy examples and the model use it on the held-out hard
+questions; `pool` uses the tools of an exported pool or run directory, building one only for a category
+the pool lacks. `suite.writer=SPEC` makes writer and user different models (tool transfer across scale).
+
+Writes D/run.json (what was run), D/tools.jsonl (one tool per category), D/episodes.jsonl (one row per
+question; a rerun into the same D skips the questions already there), D/summary.json, D/results.md and
+D/accuracy_by_group.png.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from .metrics import PAPER_COLUMNS, accuracy_table, paper_row
+
+MODES = ("cot", "build_use", "pool")
+# what identifies a run: a rerun into the same output_dir must agree on these to resume it
+IDENTITY = ("mode", "model", "writer", "pool", "seed", "band", "n_examples", "n_distractors", "max_turns")
+
+
+def _identity(cfg: DictConfig) -> dict[str, Any]:
+    s = cfg.suite
+    cot = cfg.mode == "cot"
+    return {"mode": str(cfg.mode), "model": str(cfg.model), "writer": None if cot else str(s.writer or cfg.model),
+            "pool": str(s.pool) if cfg.mode == "pool" else None, "seed": int(s.seed), "band": str(s.band),
+            "n_examples": int(s.n_examples), "n_distractors": int(s.n_distractors),
+            "max_turns": 1 if cot else int(s.max_turns)}
+
+
+def _check(cfg: DictConfig) -> None:
+    s = cfg.suite
+    if cfg.mode not in MODES:
+        raise ValueError(f"mode '{cfg.mode}' unknown; use one of {', '.join(MODES)}")
+    if int(s.seed) == int(s.train_seed):
+        raise ValueError(f"suite.seed={s.seed} equals the training seed suite.train_seed; held-out items need "
+                         "another seed")
+    if cfg.mode == "pool" and not s.pool:
+        raise ValueError("mode=pool needs suite.pool=PATH (a run directory, checkpoint directory or pool file)")
+    if str(cfg.model).startswith("scripted:"):
+        raise ValueError(f"suite rg has no scripted agents ({cfg.model}); give a model SPEC: tiny | DIR | "
+                         "vllm:<path> | openai:<base_url>#<model>")
+
+
+def _resume_check(out: Path, identity: dict[str, Any]) -> None:
+    import json
+
+    from smith.evals.common import write_json
+
+    path = out / "run.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        diff = {k: (old.get(k), v) for k, v in identity.items() if old.get(k) != v}
+        if diff:
+            raise ValueError(f"{out} holds an rg run with other settings {diff}; use another output_dir")
+    write_json(path, identity)
+
+
+def _sandbox(cfg: DictConfig) -> tuple[Any, Any]:
+    from sandbox import Limits, Sandbox
+
+    sb = cfg.suite.sandbox
+    limits = Limits(timeout_s=float(sb.timeout_s), memory_mb=int(sb.memory_mb))
+    if sb.get("url"):
+        from sandbox import RemoteSandbox
+
+        return RemoteSandbox(str(sb.url)), limits
+    return Sandbox(isolation=str(sb.isolation), workers=int(sb.workers)), limits
+
+
+def run(cfg: DictConfig) -> dict:
+    """Run (or resume) the evaluation into `output_dir` and write its summary; returns the summary."""
+    from contextlib import nullcontext
+
+    from tqdm import tqdm
+
+    from smith.evals.common import EpisodeLog, output_dir
+    from smith.models import SamplingParams, load_backend
+    from smith.pool import ToolPool
+    from smith.tasks import items, load_catalog, score
+
+    from . import tools as toolsrc
+    from .episodes import build_tools, cot_conversation, run_conversations, use_conversation
+
+    _check(cfg)
+    s = cfg.suite
+    out = output_dir(cfg)
+    identity = _identity(cfg)
+    _resume_check(out, identity)
+
+    catalog = load_catalog()
+    wanted = list(s.categories) if s.get("categories") else None
+    cats = [c for c in catalog.categories if c.split in s.splits and (wanted is None or c.name in wanted)]
+    if wanted:
+        unknown = sorted(set(wanted) - {c.name for c in catalog.categories})
+        if unknown:
+            raise ValueError(f"suite.categories has unknown {unknown}; known: {', '.join(catalog.names)}")
+    n = int(s.n_items) if cfg.get("limit") is None else min(int(s.n_items), int(cfg.limit))
+    cache = s.get("cache_dir")
+    questions = {c.name: items(c, str(s.band), n, int(s.seed), cache, catalog) for c in cats}
+
+    user = load_backend(str(cfg.model), cfg)
+    params = SamplingParams(max_new_tokens=int(s.max_new_tokens), temperature=float(s.temperature),
+                            top_p=float(s.top_p), seed=int(cfg.seed))
+    log = EpisodeLog(out / "episodes.jsonl", key="key")
+    menus_tools: dict[str, Any] = {}
+    tool_rows: dict[str, dict[str, Any]] = {}
+    if cfg.mode != "cot":
+        tools_log = EpisodeLog(out / "tools.jsonl", key="category")
+        tool_rows = {r["category"]: r for r in tools_log}
+        missing = [c.name for c in cats if c.name not in tool_rows]
+        if cfg.mode == "pool" and missing:
+            for row in toolsrc.from_pool(ToolPool.load(str(s.pool)), missing).values():
+                tools_log.add(row)
+                tool_rows[row["category"]] = row
+            missing = [c for c in missing if c not in tool_rows]
+        if missing:
+            writer_spec = identity["writer"]
+            writer = user if writer_spec == str(cfg.model) else load_backend(writer_spec, cfg)
+            build_params = SamplingParams(max_new_tokens=int(s.build_max_new_tokens), temperature=float(s.temperature),
+                                          top_p=float(s.top_p), seed=int(cfg.seed))
+            examples = {c: items(c, "easy", int(s.n_examples), int(s.seed), cache, catalog) for c in missing}
+            for cat, result in build_tools(writer, examples, build_params).items():
+                row = toolsrc.built_row(result, writer_spec)
+                tools_log.add(row)
+                tool_rows[cat] = row
+        menus_tools = {c: e for c, e in ((c, toolsrc.entry_of(r)) for c, r in tool_rows.items()) if e is not None}
+
+    groups = {c.name: c.group for c in cats}
+    by_key = {f"{c.name}/{it.id}": (c, it) for c in cats for it in questions[c.name]}
+    pending = [k for k in by_key if k not in log]
+    bar = tqdm(total=len(by_key), initial=len(by_key) - len(pending), desc=f"rg {cfg.mode}", unit="q")
+    sandbox_cm = _sandbox(cfg) if cfg.mode != "cot" else (nullcontext(), None)
+    with sandbox_cm[0] as sandbox:
+        for start in range(0, len(pending), int(s.batch_size)):
+            chunk = pending[start : start + int(s.batch_size)]
+            convs = []
+            for key in chunk:
+                cat, it = by_key[key]
+                if cfg.mode == "cot":
+                    convs.append(cot_conversation(key, it.question))
+                else:
+                    rng = random.Random(f"{s.seed}:{key}")
+                    convs.append(use_conversation(key, it.question, toolsrc.menu(
+                        cat.name, menus_tools, groups, int(s.n_distractors), rng)))
+            max_turns = 1 if cfg.mode == "cot" else int(s.max_turns)
+            turn_params = params if cfg.mode != "cot" else SamplingParams(
+                max_new_tokens=int(s.cot_max_new_tokens), temperature=params.temperature, top_p=params.top_p,
+                seed=params.seed)
+            run_conversations(user, convs, turn_params, max_turns, sandbox, sandbox_cm[1],
+                              int(s.max_tool_output_chars))
+            for conv in convs:
+                cat, it = by_key[conv.key]
+                answer = conv.answer
+                log.add({
+                    "key": conv.key, "category": cat.name, "group": cat.group, "split": cat.split, "item": it.id,
+                    "answer": answer, "expected": it.answer, "correct": bool(score(cat, answer, it) >= 1.0),
+                    "turns": conv.turns, "prompt_tokens": conv.prompt_tokens,
+                    "completion_tokens": conv.completion_tokens, "tools": sorted(conv.menu),
+                    "tool_source": tool_rows.get(cat.name, {}).get("source") if cfg.mode != "cot" else None,
+                    "tool_calls": len(conv.calls), "tool_call_ok": sum(c.get("status") == "ok" for c in conv.calls),
+                    "final": (conv.final or "")[: int(s.log_chars)],
+                })
+            bar.update(len(chunk))
+    bar.close()
+    return write_summary(out, cfg, identity, [log.rows[k] for k in by_key], tool_rows)
+
+
+def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: list[dict[str, Any]],
+                  tool_rows: dict[str, dict[str, Any]]) -> dict:
+    """summary.json, results.md and accuracy_by_group.png from the episode rows of this run's questions."""
+    import numpy as np
+
+    from smith.evals.common import markdown_table, write_json
+
+    from .plots import plot_groups
+
+    correct: dict[str, list[float]] = {}
+    groups: dict[str, str] = {}
+    splits: dict[str, str] = {}
+    for r in rows:
+        correct.setdefault(r["category"], []).append(float(r["correct"]))
+        groups[r["category"]], splits[r["category"]] = r["group"], r["split"]
+    table = accuracy_table(correct, groups, splits, int(cfg.suite.bootstrap), int(cfg.seed))
+
+    def mean_tokens(sel: list[dict[str, Any]]) -> dict[str, float | None]:
+        if not sel:
+            return {"input": None, "output": None, "n": 0}
+        return {"input": float(np.mean([r["prompt_tokens"] for r in sel])),
+                "output": float(np.mean([r["completion_tokens"] for r in sel])), "n": len(sel)}
+
+    tokens = {"all": mean_tokens(rows), **{sp: mean_tokens([r for r in rows if r["split"] == sp])
+                                           for sp in ("seen", "unseen")}}
+    for cat, cell in table["categories"].items():
+        cell.update({f"{k}_tokens": v for k, v in mean_tokens([r for r in rows if r["category"] == cat]).items()
+                     if k != "n"})
+        if cat in tool_rows:
+            cell["tool_source"] = tool_rows[cat]["source"]
+    build = [r for r in tool_rows.values() if r["source"] != "pool"]
+    summary = {
+        "suite": "rg", "output_dir": str(out), **identity, "n_questions": len(rows),
+        "label": cfg.suite.get("label") or _label(identity),
+        **table, "tokens": tokens,
+        "build_tokens": {"input": sum(r["prompt_tokens"] for r in build),
+                         "output": sum(r["completion_tokens"] for r in build), "tools": len(build),
+                         "built_ok": sum(bool(r["ok"]) for r in build)},
+        "config": OmegaConf.to_container(cfg.suite, resolve=True),
+    }
+    write_json(out / "summary.json", summary)
+    cat_rows = [{"category": c, "group": v["group"], "split": v["split"], "n": v["n"],
+                 "accuracy": 100 * v["value"], "95% CI": f"[{100 * v['lo']:.1f}, {100 * v['hi']:.1f}]",
+                 "in/out tokens": f"{v['input_tokens']:,.0f} / {v['output_tokens']:,.0f}",
+                 "tool": v.get("tool_source", "")} for c, v in sorted(table["categories"].items(),
+                                                                      key=lambda kv: (kv[1]["split"], kv[1]["group"]))]
+    md = (f"# rg: {summary['label']}\n\n" + markdown_table([{"Method": summary["label"], **paper_row(summary)}],
+                                                            ["Method", *PAPER_COLUMNS])
+          + "\nPercent, ± bootstrap standard error; groups average their categories, Avg averages the groups; "
+          "I/O tokens are mean input / output tokens per question.\n\n"
+          + markdown_table(cat_rows, ["category", "group", "split", "n", "accuracy", "95% CI", "in/out tokens",
+                                      "tool"], floatfmt=".1f"))
+    (out / "results.md").write_text(md)
+    plot_groups({summary["label"]: summary}, out / "accuracy_by_group.png")
+    return summary
+
+
+def _short(spec: str) -> str:
+    """A model SPEC as a table label: the endpoint's model name, or the last two parts of a path."""
+    spec = spec.split("#")[-1] if spec.startswith("openai:") else spec.removeprefix("vllm:")
+    return "/".join(Path(spec).parts[-2:]) or spec
+
+
+def _label(identity: dict[str, Any]) -> str:
+    name = _short(identity["model"])
+    if identity["mode"] == "cot":
+        return f"{name} (CoT)"
+    if identity["mode"] == "pool":
+        return f"{name} (pool {_short(identity['pool'])})"
+    if identity["writer"] != identity["model"]:
+        return f"{name} (tools by {_short(identity['writer'])})"
+    return f"{name} (build+use)"
