@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -165,7 +168,7 @@ def test_gives_up_after_max_retries_and_does_not_retry_4xx():
 
 
 def test_timeouts_are_retried():
-    server, ctx = serve([step(delay=2.0), step(body=reply("second try"))] + [step(delay=2.0)] * 2)
+    server, ctx = serve([step(delay=1.0), step(body=reply("second try"))] + [step(delay=1.0)] * 2)
     with ctx as root, OpenAIBackend(root + "/v1", "m", timeout_s=0.3, max_retries=1, backoff_s=0.01) as client:
         assert client.chat([[{"role": "user", "content": "hi"}]])[0].text == "second try"
         assert len(server.requests) == 2
@@ -250,3 +253,24 @@ def test_api_key_explicit_then_env_fallback(monkeypatch):
 def test_tools_length_must_match():
     with OpenAIBackend("http://127.0.0.1:9/v1", "m") as client, pytest.raises(ValueError, match="one per"):
         client.chat([MULTI_TURN, MULTI_TURN], [TOOLS])
+
+
+def test_serve_cli_in_a_subprocess(tiny_model_dir):
+    """`python -m smith.models.serve --port 0` prints its URL, answers, and exits cleanly on SIGTERM."""
+    cmd = [sys.executable, "-m", "smith.models.serve", "--model", "tiny", "--tiny-dir", str(tiny_model_dir),
+           "--port", "0", "--name", "tiny"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("serving tiny as 'tiny' at http://127.0.0.1:"), (line, proc.stderr.read())
+        url = line.rsplit(" at ", 1)[1].strip()
+        # the socket is bound before uvicorn listens: early connection refusals are retried
+        with OpenAIBackend(url, "tiny", max_retries=40, backoff_s=0.05, max_backoff_s=0.5) as client:
+            g = client.chat([[{"role": "user", "content": "hi"}]], None, SamplingParams(5, 0.0))[0]
+        assert 1 <= g.completion_tokens <= 5 and g.prompt_tokens > 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    # uvicorn shuts down gracefully, then re-raises the signal it caught
+    assert proc.returncode in (0, -signal.SIGTERM)
+    assert "Traceback" not in proc.stderr.read()

@@ -216,7 +216,8 @@ class HFBackend:
         for _ in range(params.max_new_tokens):
             positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
             logits = self.model(
-                input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True
+                input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True,
+                logits_to_keep=1,  # only the last position: a full-prompt logits tensor would not fit for big vocabs
             ).logits[:, -1, :]
             token, logp = _sample(logits, params, gen)
             token = torch.where(done, torch.full_like(token, self.pad_id), token)

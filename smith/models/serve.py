@@ -131,14 +131,20 @@ def build_app(backend: ChatBackend, name: str | None = None, max_tokens: int = 1
     ])
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """Bind before serving so port 0 yields a known free port with no race."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
 @contextlib.contextmanager
 def running_app(app: Any, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Run an ASGI app with uvicorn in a thread; yields its root URL; stops and joins it on exit."""
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = _bind(host, port)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="smith-serve", daemon=True)
     thread.start()
@@ -166,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m smith.models.serve", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="a model SPEC (tiny | DIR | vllm:<path> | openai:...)")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed on the first line)")
     p.add_argument("--name", default=None, help="the model id clients send (default: the SPEC)")
     p.add_argument("--max-tokens", type=int, default=1024, help="default completion cap when a request sends none")
     p.add_argument("--tiny-dir", default=None, help="where `tiny` is built (default checkpoints/.tiny-model)")
@@ -176,8 +182,11 @@ def main(argv: list[str] | None = None) -> None:
     from smith.models import load_backend
 
     backend = load_backend(a.model, {"tiny_dir": a.tiny_dir} if a.tiny_dir else None)
-    print(f"serving {a.model} as {a.name or backend.name!r} at http://{a.host}:{a.port}/v1", flush=True)
-    uvicorn.run(build_app(backend, a.name, a.max_tokens), host=a.host, port=a.port, log_level="warning")
+    sock = _bind(a.host, a.port)
+    name = a.name or backend.name
+    print(f"serving {a.model} as {name!r} at http://{a.host}:{sock.getsockname()[1]}/v1", flush=True)
+    app = build_app(backend, name, a.max_tokens)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off")).run(sockets=[sock])
 
 
 if __name__ == "__main__":
