@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smith.pool.retrieval.agents import DepthPolicy, DQNAgent, FixedK, QLearningAgent
 from smith.pool.retrieval.depth import Ranking
 from smith.pool.retrieval.docs import ToolDoc, as_text
 from smith.pool.retrieval.scorers import Scorer, make_scorer
+
+if TYPE_CHECKING:
+    from smith.pool.pool import PoolEntry, ToolPool
 
 AGENTS = ("q", "dqn")
 
@@ -86,54 +89,55 @@ class AdaptiveRetriever:
         return cls(meta["scorer"], policy)
 
 
-class ToolSearch:
-    """`search_tools(query, k)` over a large pool: the tools' schemas, best first.
+class PoolSearch:
+    """`search_tools(query, k)` over a pool's entries: the matching entries, best first.
 
     With k omitted the retriever's depth policy chooses how many (at most `max_k`); with k given, the top k.
-    `spec` is the OpenAI function schema to advertise (its `parameters` double as an MCP inputSchema).
+    `spec` is the OpenAI function schema to advertise; its `parameters` double as an MCP inputSchema.
     """
 
     name = "search_tools"
 
-    def __init__(self, tools: Sequence[ToolDoc | dict], retriever: AdaptiveRetriever | None = None, max_k: int = 10):
-        self.docs = [t if isinstance(t, ToolDoc) else ToolDoc.from_openai(t) for t in tools]
+    def __init__(
+        self, entries: Sequence[PoolEntry], retriever: AdaptiveRetriever | None = None, max_k: int = 10
+    ) -> None:
+        self.entries = list(entries)
+        self.docs = [ToolDoc(e.function_name, e.description, e.schema.get("parameters") or {}) for e in self.entries]
         self.retriever = retriever or AdaptiveRetriever()
         self.max_k = max_k
 
     @property
     def spec(self) -> dict[str, Any]:
+        k_help = f"How many tools to return, 1..{self.max_k}; omit it to let the retriever decide."
         return {
             "type": "function",
             "function": {
                 "name": self.name,
                 "description": (
-                    f"Search the {len(self.docs)} available tools by what you need done; returns the best matching "
-                    "tools' names, descriptions and parameter schemas, best first."
+                    f"Search the {len(self.entries)} pooled tools by what you need done; returns the best "
+                    "matching tools' names and descriptions, best first."
                 ),
                 "parameters": {
                     "type": "object",
                     "properties": {
                         "query": {"type": "string", "description": "What the tool should do, in plain words."},
-                        "k": {
-                            "type": "integer",
-                            "minimum": 1,
-                            "maximum": self.max_k,
-                            "description": f"How many tools to return (omit: the retriever decides, <= {self.max_k}).",
-                        },
+                        "k": {"type": "integer", "minimum": 1, "maximum": self.max_k, "description": k_help},
                     },
                     "required": ["query"],
                 },
             },
         }
 
-    def __call__(self, query: str, k: int | None = None) -> list[dict[str, Any]]:
+    def __call__(self, query: str, k: int | None = None) -> list[PoolEntry]:
         if k is not None and not 1 <= int(k) <= self.max_k:
             raise ValueError(f"k must be between 1 and {self.max_k}, got {k}")
         if k is None:
             picked = self.retriever.shortlist(query, self.docs, self.max_k)
         else:
-            picked = [int(i) for i in self.retriever.rank(query, self.docs).order[: int(k)]]
-        return [
-            {"name": d.name, "description": d.description, "parameters": d.parameters}
-            for d in (self.docs[i] for i in picked)
-        ]
+            picked = [int(i) for i in self.retriever.rank(query, self.docs).order[: min(int(k), len(self.docs))]]
+        return [self.entries[i] for i in picked]
+
+
+def pool_search(pool: ToolPool, retriever: AdaptiveRetriever | None = None, max_k: int = 10) -> PoolSearch:
+    """The search tool `smith serve-pool --retrieve` serves over `pool` (top-k, or adaptive depth when k is omitted)."""
+    return PoolSearch(list(pool), retriever, max_k)

@@ -45,6 +45,8 @@ class BM25Scorer:
     def score(self, queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
         import bm25s
 
+        if not queries or not documents:
+            return np.zeros((len(queries), len(documents)))
         self._fit(documents)
         tokens = bm25s.tokenize(list(queries), stopwords="en", return_ids=False, show_progress=False)
         return np.stack([self._index.get_scores(t) for t in tokens]).astype(np.float64).reshape(len(queries), -1)
@@ -60,7 +62,8 @@ def _minilm(device: str):
 
 
 class DenseScorer:
-    """Cosine similarity of all-MiniLM-L6-v2 sentence embeddings; document vectors are cached by text."""
+    """Cosine similarity of all-MiniLM-L6-v2 sentence embeddings; vectors are cached by text, so a growing
+    registry or a repeated query set is embedded once."""
 
     name = "minilm"
 
@@ -73,12 +76,16 @@ class DenseScorer:
         vecs = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float64)
 
-    def score(self, queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(d for d in documents if d not in self._cache))
+    def _vectors(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
             self._cache.update(zip(missing, self.embed(missing), strict=True))
-        docs = np.stack([self._cache[d] for d in documents])
-        return self.embed(queries) @ docs.T
+        return np.stack([self._cache[t] for t in texts])
+
+    def score(self, queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
+        if not queries or not documents:
+            return np.zeros((len(queries), len(documents)))
+        return self._vectors(queries) @ self._vectors(documents).T
 
 
 class RandomScorer:

@@ -1,0 +1,218 @@
+"""`python eval.py suite=bor`: tool retrieval over registries of 20 to several hundred tools, scored by
+Bits-over-Random (BoR paper, ../shared/seeds/001_b84c5ac8cb1b902c.txt).
+
+For each benchmark, registry size N and scorer, the suite ranks every query's registry once, trains the
+depth agents (tabular Q-learning and a DQN on the BoR reward, Q-learning on the F1 ablation) on the
+training queries, and reports on the held-out ones, per policy (fixed-K baselines and agents): coverage
+P_obs, mean depth, mean P_rand, aggregate BoR with a bootstrap 95% interval, and coverage on medium
+(right tool ranked 2-5) and hard (6-20) queries (the paper's section 3.1 breakdown). No language model is
+involved (`model=` is ignored): this suite measures retrieval, not the downstream tool choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig
+from tqdm.auto import tqdm
+
+from smith.evals.bor.benchmarks import Benchmark, bfcl_benchmark, smith_benchmark, split_of
+from smith.evals.bor.metric import bits_over_random, bor_ceiling, bor_interval, p_rand, per_query_bits
+from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
+from smith.pool.retrieval import (
+    AdaptiveRetriever,
+    DepthPolicy,
+    DQNAgent,
+    FixedK,
+    QLearningAgent,
+    Ranking,
+    as_text,
+    make_scorer,
+    shortlist_outcome,
+)
+
+__all__ = ["bits_over_random", "bor_ceiling", "bor_interval", "p_rand", "per_query_bits", "run"]
+
+AGENTS = ("q-bor", "q-f1", "dqn-bor", "dqn-f1")
+COLUMNS = ["benchmark", "N", "scorer", "policy", "n", "coverage", "mean_depth", "mean_p_rand", "bor", "bor_lo",
+           "bor_hi", "cov_medium", "cov_hard"]  # fmt: skip
+
+
+def _agent(name: str, s: DictConfig, seed: int) -> QLearningAgent | DQNAgent:
+    if name not in AGENTS:
+        raise ValueError(f"agent '{name}' not found; known: {', '.join(AGENTS)}")
+    kind, reward = name.split("-")
+    if kind == "q":
+        return QLearningAgent(reward, s.step_cost, s.max_depth)
+    return DQNAgent(reward, s.step_cost, s.max_depth, seed=seed)
+
+
+def _fit(agent: QLearningAgent | DQNAgent, train: list[Ranking], s: DictConfig, seed: int) -> None:
+    if isinstance(agent, QLearningAgent):
+        agent.fit(train, epochs=s.q_epochs, seed=seed, progress=True)
+    else:
+        agent.fit(train, updates=s.dqn_updates, progress=True)
+
+
+def _benchmarks(s: DictConfig, seed: int) -> tuple[list[Benchmark], dict[str, str]]:
+    built, skipped = [], {}
+    for name in s.benchmarks:
+        if name == "smith":
+            built.append(smith_benchmark(s.queries_per_category, seed, s.pool, s.categories))
+        elif name == "bfcl":
+            try:
+                built.append(bfcl_benchmark(s.bfcl_data))
+            except FileNotFoundError as e:
+                skipped["bfcl"] = str(e)
+                print(f"bor: skipping benchmark bfcl: {e}")
+        else:
+            raise ValueError(f"benchmark '{name}' not found; known: smith, bfcl")
+    return built, skipped
+
+
+def _cell_row(key: dict[str, Any], outcomes: list[dict[str, float]], firsts: list[int | None], n_boot: int) -> dict:
+    hits = [o["hit"] for o in outcomes]
+    prs = [o["p_rand"] for o in outcomes]
+    ci = bor_interval(hits, prs, n_resamples=n_boot)
+
+    def band(lo: int, hi: int) -> float | None:
+        sel = [o["hit"] for o, f in zip(outcomes, firsts, strict=True) if f is not None and lo <= f <= hi]
+        return float(np.mean(sel)) if sel else None
+
+    return {
+        **key,
+        "n": len(outcomes),
+        "coverage": float(np.mean(hits)),
+        "mean_depth": float(np.mean([o["depth"] for o in outcomes])),
+        "mean_p_rand": float(np.mean(prs)),
+        "bor": bits_over_random(hits, prs),
+        "bor_lo": ci["lo"],
+        "bor_hi": ci["hi"],
+        "cov_medium": band(2, 5),
+        "cov_hard": band(6, 20),
+    }
+
+
+def _sample(queries: list, limit: int | None, seed: int) -> list:
+    """Up to `limit` queries, a seeded hash order so every category keeps its share on average."""
+    if not limit or len(queries) <= limit:
+        return queries
+    return sorted(queries, key=lambda q: hashlib.sha256(f"limit/{seed}/{q.qid}".encode()).digest())[:limit]
+
+
+def run(cfg: DictConfig) -> dict:
+    s, seed = cfg.suite, int(cfg.seed)
+    out = output_dir(cfg)
+    cells = EpisodeLog(out / "cells.jsonl", key="cell")
+    per_query = EpisodeLog(out / "queries.jsonl", key="key")
+    benches, skipped = _benchmarks(s, seed)
+    scorers = {name: make_scorer(name) for name in s.scorers}
+    for bench in benches:
+        sizes = [n for n in s.sizes if n <= bench.core + len(bench.distractors)] or [bench.core]
+        for N in sizes:
+            reg = bench.registry(N, seed)
+            queries = _sample(reg.queries, cfg.get("limit"), seed)
+            split = {q.qid: split_of(q.qid, s.train_fraction, seed) for q in queries}
+            policies: list[str] = [f"fixed-{k}" for k in s.fixed_k if k <= N] + list(s.agents)
+            doc_texts = [as_text(d) for d in reg.documents]
+            for sname, scorer in scorers.items():
+                keys = {p: f"{bench.name}|N={N}|{sname}|{p}" for p in policies}
+                todo = [p for p in policies if keys[p] not in cells]
+                if not todo:
+                    continue
+                print(f"bor: {bench.name} N={N} scorer={sname}: {len(queries)} queries, {len(todo)} policies")
+                scores = scorer.score([q.text for q in queries], doc_texts)
+                rankings = [Ranking.from_scores(sc, q.relevant) for sc, q in zip(scores, queries, strict=True)]
+                train = [r for r, q in zip(rankings, queries, strict=True) if split[q.qid] == "train"]
+                evaluate = [(r, q) for r, q in zip(rankings, queries, strict=True) if split[q.qid] == "eval"]
+                if not train or not evaluate:
+                    raise ValueError(
+                        f"{bench.name} N={N}: {len(train)} train / {len(evaluate)} eval queries; "
+                        "raise limit or queries_per_category, or set train_fraction inside (0, 1)"
+                    )
+                for pname in tqdm(todo, desc=f"{bench.name} N={N} {sname}"):
+                    policy: DepthPolicy
+                    if pname.startswith("fixed-"):
+                        policy = FixedK(int(pname.removeprefix("fixed-")))
+                    else:
+                        policy = _agent(pname, s, seed)
+                        _fit(policy, train, s, seed)
+                        AdaptiveRetriever(scorer, policy).save(
+                            out / "retrievers" / f"{bench.name}-N{N}-{sname}-{pname}"
+                        )
+                    outcomes, firsts = [], []
+                    for r, q in evaluate:
+                        o = shortlist_outcome(r, policy.depth(r, s.max_depth))
+                        outcomes.append(o)
+                        firsts.append(r.first_hit)
+                        row = {"key": f"{keys[pname]}|{q.qid}", "cell": keys[pname], "qid": q.qid, "group": q.group}
+                        per_query.add({**row, "first_hit": r.first_hit, "R": r.R, **o})
+                    key = {"cell": keys[pname], "benchmark": bench.name, "N": N, "scorer": sname, "policy": pname}
+                    cells.add(_cell_row(key, outcomes, firsts, s.bootstrap))
+    rows = sorted(cells, key=lambda r: (r["benchmark"], r["N"], r["scorer"], _policy_order(r["policy"])))
+    (out / "results.md").write_text(markdown_table(rows, COLUMNS))
+    plots = [str(p) for p in _plot(rows, out)]
+    summary = {
+        "output_dir": str(out),
+        "suite": "bor",
+        "benchmarks": {b.name: {"source": b.source, "queries": len(b.queries), "core_tools": b.core} for b in benches},
+        "skipped": skipped,
+        "model": "not used (retrieval-only suite)",
+        "rows": rows,
+        "plots": plots,
+    }
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def _policy_order(name: str) -> tuple[int, int, str]:
+    return (0, int(name.removeprefix("fixed-")), "") if name.startswith("fixed-") else (1, 0, name)
+
+
+def _plot(rows: list[dict], out: Path) -> list[Path]:
+    """Per benchmark: BoR (top) and coverage (bottom) against K for each registry size; fixed-K as lines per
+    scorer, agents as markers at their mean depth, and the BoR ceiling -log2(K/N) dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for bench in sorted({r["benchmark"] for r in rows}):
+        sub = [r for r in rows if r["benchmark"] == bench]
+        sizes = sorted({r["N"] for r in sub})
+        fig, axes = plt.subplots(2, len(sizes), figsize=(4 * len(sizes), 7), squeeze=False)
+        for col, N in enumerate(sizes):
+            ax_b, ax_c = axes[0, col], axes[1, col]
+            for i, sname in enumerate(sorted({r["scorer"] for r in sub})):
+                color = f"C{i}"
+                cell = [r for r in sub if r["N"] == N and r["scorer"] == sname]
+                fixed = sorted((r for r in cell if r["policy"].startswith("fixed-")), key=lambda r: r["mean_depth"])
+                ks = [r["mean_depth"] for r in fixed]
+                ax_b.plot(ks, [r["bor"] for r in fixed], "-o", color=color, ms=3, label=f"{sname} fixed-K")
+                ax_c.plot(ks, [r["coverage"] for r in fixed], "-o", color=color, ms=3)
+                for j, r in enumerate(r for r in cell if not r["policy"].startswith("fixed-")):
+                    mark = "*^sD"[j % 4]
+                    ax_b.plot(
+                        r["mean_depth"], r["bor"], mark, color=color, ms=9, mec="k", label=f"{sname} {r['policy']}"
+                    )
+                    ax_c.plot(r["mean_depth"], r["coverage"], mark, color=color, ms=9, mec="k")
+            kk = np.unique(np.clip(np.geomspace(1, N, 50).round().astype(int), 1, N))
+            ax_b.plot(kk, [bor_ceiling(N, 1, int(k)) for k in kk], "k--", lw=0.8, label="ceiling -log2(K/N)")
+            for ax, label in ((ax_b, "BoR (bits)"), (ax_c, "coverage P_obs")):
+                ax.set_xscale("log")
+                ax.set_xlabel("K (shortlist depth)")
+                ax.set_ylabel(label)
+                ax.grid(alpha=0.3)
+            ax_b.set_title(f"{bench}, N={N}")
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        path = out / f"bor_{bench}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths
