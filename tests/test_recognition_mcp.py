@@ -161,7 +161,7 @@ def test_eval_entry_point_runs_resumes_and_imports(tmp_path):
 
     out = tmp_path / "manual"
     overrides = ["suite=recognition_mcp", "model=scripted:manual", "limit=1", "suite.tools=[4]", "suite.reps=[3]",
-                 "suite.difficulties=[8]", f"output_dir={out}"]
+                 "suite.difficulties=[8]", "suite.bootstrap=200", f"output_dir={out}"]
     summary = run(compose("eval", overrides, ("suite",)))
     for condition in ("baseline", "tool_prior"):
         m = summary["conditions"][condition]
@@ -179,3 +179,71 @@ def test_eval_entry_point_runs_resumes_and_imports(tmp_path):
     assert two_b["oracle_discovery"]["value"] == 10 / 16 and two_b["tool_calls_per_rollout"] == 4.0
     assert imported["import"]["rollouts"] == 7 and (tmp_path / "imp" / "three_panel.png").stat().st_size > 10_000
     assert "| Qwen/Qwen3.5-27B | tool_prior | 1 | 4 |" in (tmp_path / "imp" / "summary.md").read_text()
+
+
+def test_concurrent_calls_share_one_batched_backend():
+    @dataclass
+    class Counting(ScriptedLLM):
+        batches: list = field(default_factory=list)
+
+        def chat(self, conversations, tools=None, params=None):
+            self.batches.append(len(conversations))
+            return super().chat(conversations, tools, params)
+
+    llm = Counting([call("tool_a"), "hmm", call("submit_answer", answer="3"), "again"])
+    agent = ChatAgent(llm, PARAMS, "batched")
+    convs = [[{"role": "user", "content": f"problem {i}"}] for i in range(3)]
+
+    async def go():
+        return await asyncio.gather(*(agent.act(c, []) for c in convs))
+
+    turns = asyncio.run(go())
+    assert llm.batches == [1, 2]  # the first call runs alone; the two queued behind it go out together
+    assert [t.calls[0].name if t.calls else None for t in turns] == ["tool_a", None, "submit_answer"]
+    assert [c[0]["content"] for c, _ in llm.seen] == ["problem 0", "problem 1", "problem 2"]
+    assert asyncio.run(agent.act(convs[0], [])).input_tokens == 100  # a new event loop gets a new queue
+
+
+def test_real_chat_template_and_the_tiny_model(tiny_model_dir):
+    """Messages the host builds render through the real Qwen3 template; real token counts feed the meter."""
+    from transformers import AutoTokenizer
+
+    from smith.models import load_backend
+    from smith.models.scripted import ScriptedBackend
+
+    names = relabel(4, relabel_seed(4, 8, 3))
+
+    def script(context: str) -> str:
+        return call(names[2]) if "<tool_response>" not in context else call("submit_answer", answer="1 2")
+
+    gens = []
+
+    class Recording(ScriptedBackend):
+        def chat(self, conversations, tools=None, params=None, **kw):
+            out = super().chat(conversations, tools, params, **kw)
+            gens.extend(out)
+            return out
+
+    scripted = Recording(AutoTokenizer.from_pretrained(tiny_model_dir), script, name="Qwen3-scripted")
+    tiny = load_backend(str(tiny_model_dir), {"device": "cpu"})  # random weights: replies without a tool call
+    agents = [ChatAgent(scripted, SamplingParams(max_new_tokens=64), scripted.name),
+              ChatAgent(tiny, SamplingParams(max_new_tokens=8, temperature=0.0), "tiny")]
+
+    async def go():
+        return await asyncio.gather(*(run_episode(a, Episode("tool_prior", 4, 8, 3), no_think=a is agents[0])
+                                      for a in agents))
+
+    used, silent = asyncio.run(go())
+    first, second = scripted.calls
+    assert first.rstrip().endswith("<|im_start|>assistant") and "/no_think" in first
+    assert "Exactly one of the 4 tools" in first and f'"name": "{names[2]}"' in first  # tools in the template
+    assert f'<tool_call>\n{{"name": "{names[2]}", "arguments": {{}}}}\n</tool_call>' in second
+    assert "<tool_response>\nno result\n</tool_response>" in second
+    assert used["tool_calls"][0]["tool"] == names[2] and used["submit"]["answer"] == "1 2"
+    g1, g2 = gens  # the meter is the template's real token counts, input + output per call
+    assert used["tool_calls"][0]["meter_raw"] == len(g1.prompt_ids) + len(g1.completion_ids)
+    assert used["submit"]["meter_raw"] == used["meter_total"] == sum(g.prompt_tokens + g.completion_tokens
+                                                                      for g in (g1, g2))
+    assert (silent["stopped_reason"], silent["turns"], silent["tool_calls"]) == ("noop", 4, [])
+    assert silent["meter_total"] == silent["usage"]["input_tokens"] + silent["usage"]["output_tokens"]
+    assert silent["usage"]["output_tokens"] <= 4 * 8 and silent["usage"]["input_tokens"] > 4 * 300

@@ -57,8 +57,7 @@ class ChatAgent:
         self.backend = backend
         self.params = params
         self.name = name
-        self._pending: list[tuple[list[Message], list[Tool], asyncio.Future]] = []
-        self._lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the batch queue belongs to one event loop
 
     async def act(self, messages: list[Message], tools: list[Tool]) -> Turn:
         g = await self._generate(messages, tools)
@@ -74,7 +73,11 @@ class ChatAgent:
 
     async def _generate(self, messages: list[Message], tools: list[Tool]) -> Generation:
         """Dynamic batching: calls queued while a batch runs go out together in the next one."""
-        fut = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._lock = loop, asyncio.Lock()
+            self._pending: list[tuple[list[Message], list[Tool], asyncio.Future]] = []
+        fut = loop.create_future()
         self._pending.append(([dict(m) for m in messages], tools, fut))
         async with self._lock:
             if not fut.done():

@@ -80,6 +80,7 @@ def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, p
         ax.set_xlabel(xlabel)
         ax.set_xticks(list(ticks), [ticks[x] for x in ticks])
         ax.set_ylim(-0.05, 1.1)
+        ax.margins(x=0.1)
         ax.grid(alpha=0.25)
     axes[0].set_ylabel("Probability")
     axes[-1].legend(fontsize=7, loc="best")
@@ -123,9 +124,10 @@ def write_report(records: list[dict], out: Path, mode: str, budget: int | None, 
 
     columns = ["model", "condition", "rollouts", "scored", *METRICS, "tool calls / rollout", "no-tool rollouts",
                "manual solves"]
-    rule = (f"budget {budget if budget is not None else 'as logged per rollout'} and a per-call surcharge of "
-            f"{surcharge if surcharge is not None else 'as logged per rollout'}")
-    md = [f"# Recognition MCP ({mode})\n", f"Counterfactual scoring with {rule}; values ± rollout-bootstrap SE.\n",
+    logged = "as logged per rollout"
+    rule = (f"budget: {budget if budget is not None else logged}; surcharge per tool call: "
+            f"{surcharge if surcharge is not None else logged}")
+    md = [f"# Recognition MCP ({mode})\n", f"Counterfactual scoring ({rule}). Values ± rollout-bootstrap SE.\n",
           markdown_table(_table_rows(table), columns)]
     if mode == "run":
         cell_rows = _table_rows([({"model": c["model"], "condition": c["condition"], "T": c["T"], "d": c["d"]}, c)
