@@ -68,6 +68,9 @@ def test_base_hint_file_wins(tiny_model_dir, lora_dir, tmp_path):
     (moved / "smith_base.json").write_text(json.dumps({}))
     with pytest.raises(ValueError, match="names no base model"):
         resolve_model(str(moved))
+    (moved / "smith_base.json").unlink()  # the trainer's checkpoint marker carries the recipe's base model too
+    (moved / "smith_checkpoint.json").write_text(json.dumps({"step": 5, "base_model": "tiny"}))
+    assert resolve_model(str(moved), {"tiny_dir": str(tiny_model_dir)}) == (str(tiny_model_dir), str(moved))
 
 
 def test_openai_spec():

@@ -4,8 +4,8 @@ SPEC forms:
   tiny                          the tiny local model, built once at cfg.model.tiny_dir / cfg.tiny_dir
   DIR                           a local transformers model dir (has config.json)
   DIR                           a LoRA checkpoint dir (has adapter_config.json); its base model is read from
-                                DIR/smith_base.json {"base_model": ...} if the trainer wrote one, else from
-                                adapter_config.json's base_model_name_or_path; the base may itself be `tiny`
+                                "base_model" in DIR/smith_base.json or DIR/smith_checkpoint.json (the trainer's
+                                marker), else adapter_config.json's base_model_name_or_path; it may be `tiny`
   ORG/NAME                      a hub model id already in the local Hugging Face cache (nothing is downloaded)
   openai:<base_url>#<model>     any OpenAI-compatible endpoint, e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-4B
   vllm:<path>                   a vLLM engine over a model dir, a cached hub id, or a LoRA checkpoint dir
@@ -47,7 +47,10 @@ __all__ = [
 
 SPEC_FORMS = "tiny | a local model or LoRA checkpoint dir | ORG/NAME (cached) | openai:<base_url>#<model> | vllm:<path>"
 DEFAULT_TINY_DIR = "checkpoints/.tiny-model"
-BASE_HINT = "smith_base.json"
+# files naming a LoRA checkpoint's base model as {"base_model": ...}, read before adapter_config.json;
+# the trainer's checkpoint marker carries it (the recipe's model.name_or_path, e.g. `tiny`)
+BASE_HINTS = ("smith_base.json", "smith_checkpoint.json")
+BASE_HINT = BASE_HINTS[0]
 
 
 def _cfg(cfg: Any, key: str, default: Any = None) -> Any:
@@ -92,8 +95,8 @@ def resolve_model(spec: str, cfg: Any = None) -> tuple[str, str | None]:
         return str(path), None
     path = Path(spec).expanduser()
     if (path / "adapter_config.json").is_file():
-        hint = path / BASE_HINT
-        if hint.is_file():
+        hint = next((path / h for h in BASE_HINTS if (path / h).is_file()), None)
+        if hint is not None:
             base = json.loads(hint.read_text()).get("base_model")
             where = str(hint)
         else:
