@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,9 @@ SPLITS = ("seen", "unseen")
 BANDS = ("easy", "hard")
 DEFAULT_PATH = Path(__file__).with_name("catalog.yaml")
 
-_MEASURE = re.compile(r"^(?:len\((metadata(?:\.\w+)+)\)|(metadata(?:\.\w+)+)|number\(answer\)|question_chars|answer_chars)$")
+_MEASURE = re.compile(
+    r"^(?:len\((metadata(?:\.\w+)+)\)|(metadata(?:\.\w+)+)|number\(answer\)|question_chars|answer_chars)$"
+)
 
 
 @dataclass(frozen=True)
@@ -119,10 +122,15 @@ def _category(name: str, raw: dict[str, Any], where: Path) -> Category:
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Load and check a catalog file (default: the packaged `catalog.yaml`)."""
+    """Load and check a catalog file (default: the packaged `catalog.yaml`); cached until the file changes."""
     where = Path(path) if path is not None else DEFAULT_PATH
     if not where.is_file():
         raise FileNotFoundError(f"catalog file {where} not found; pass an existing YAML file")
+    return _load(where.resolve(), where.stat().st_mtime_ns)
+
+
+@cache
+def _load(where: Path, mtime_ns: int) -> Catalog:
     raw = yaml.safe_load(where.read_text())
     if not isinstance(raw, dict) or not isinstance(raw.get("categories"), dict):
         raise ValueError(f"{where}: expected a mapping with a 'categories' mapping")

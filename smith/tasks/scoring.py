@@ -8,7 +8,7 @@ some scorers run `sympy.parse_expr` (an eval) on it.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from smith.tasks.catalog import Category, load_catalog
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 MAX_ANSWER_CHARS = 100_000  # the longest real answers (10-disk Hanoi) are ~35k characters
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scorer(dataset: str, config_json: str) -> Any:
     import json
 
@@ -49,5 +49,5 @@ def score(category: str | Category, answer: Any, item: Item) -> float:
     """Score `answer` for `item` of `category`: 0.0 or 1.0."""
     cat = category if isinstance(category, Category) else load_catalog().get(category)
     if item.category != cat.name:
-        raise ValueError(f"item {item.id} belongs to {item.category!r}, not {cat.name!r}; score it with its own category")
+        raise ValueError(f"item {item.id} belongs to {item.category!r}, not {cat.name!r}; score it with its category")
     return score_entry(cat, item.band, answer, item.entry)
