@@ -87,7 +87,7 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
                     log.add({"key": importer.episode_key(model, n, t, seed), "model": model, "seed": seed,
                              "scheme": str(s.scheme), "elapsed_s": round(time.time() - t0, 3), **e.record()})
     records = list(log)
-    summary = _summarize(records, out, mode="play")
+    summary = _summarize(records, out, mode="play", draw=bool(s.get("plots", True)))
     summary["config"] = {"cells": cells, "reps": int(s.reps), "limit": limit, "scheme": str(s.scheme),
                          "hint": bool(s.hint), "budgets": {n: budget_for(n, float(s.budget_mult)) for n, _ in cells}}
     write_json(out / "summary.json", summary)
@@ -111,7 +111,7 @@ def score_logs(root: Path, out: Path) -> dict[str, Any]:
     return summary
 
 
-def _summarize(records: list[dict[str, Any]], out: Path, mode: str) -> dict[str, Any]:
+def _summarize(records: list[dict[str, Any]], out: Path, mode: str, draw: bool = True) -> dict[str, Any]:
     summary: dict[str, Any] = {"suite": "lomekwi", "mode": mode, "output_dir": str(out), **metrics.summarize(records)}
     for model in summary["models"]:
         rows = [r for r in records if r["model"] == model]
@@ -121,10 +121,12 @@ def _summarize(records: list[dict[str, Any]], out: Path, mode: str) -> dict[str,
                                            "build_preferred": costs.build_preferred(n, t)}
                             for n, t in sorted({(r["n"], r["n_types"]) for r in records})}
     (out / "summary.md").write_text(_table(summary["models"]))
-    plots.plot_decomposition(summary["models"], out / "decomposition.png")
-    plots.plot_build_rate(summary["models"], out / "build_rate.png")
-    costs.plot_threshold_map(out / "threshold_map.png")
-    summary["plots"] = ["decomposition.png", "build_rate.png", "threshold_map.png"]
+    summary["plots"] = []
+    if draw:
+        plots.plot_decomposition(summary["models"], out / "decomposition.png")
+        plots.plot_build_rate(summary["models"], out / "build_rate.png")
+        costs.plot_threshold_map(out / "threshold_map.png")
+        summary["plots"] = ["decomposition.png", "build_rate.png", "threshold_map.png"]
     return summary
 
 

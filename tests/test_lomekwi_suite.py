@@ -1,0 +1,138 @@
+"""suite=lomekwi end to end: eval.py's composed config, scripted agents, a real tiny model through
+load_backend, scripted LLM text through the real chat template, resume, and import mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smith.config import compose
+from smith.evals import lomekwi
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def cfg_for(out: Path, *overrides: str):
+    return compose("eval", ["suite=lomekwi", f"output_dir={out}", *overrides], ("suite",))
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_scripted_agents_write_summary_logs_table_and_plots(tmp_path):
+    for agent in ("optimal", "grinder", "random"):  # one output dir collects all three; the last one draws
+        summary = lomekwi.run(cfg_for(tmp_path, f"model=scripted:{agent}", "limit=2", "suite.n_values=[9,10]",
+                                      f"suite.plots={agent == 'random'}"))
+    assert summary["output_dir"] == str(tmp_path)
+    models = json.loads((tmp_path / "summary.json").read_text())["models"]
+    assert set(models) == {"scripted:optimal", "scripted:grinder", "scripted:random"}
+    for m in models.values():
+        assert m["N"] == 12  # 2 n x 3 T cells x limit 2
+        for k in ("C", "R", "E", "S", "G"):
+            assert k in m and len(m[f"{k}_ci"]) == 2
+    assert models["scripted:optimal"]["S"] == 1.0 and models["scripted:optimal"]["build_rate"] == 1.0
+    assert models["scripted:grinder"]["build_rate"] == 0.0 and models["scripted:grinder"]["G"] == \
+        models["scripted:grinder"]["S"]
+    log = rows(tmp_path / "episodes.jsonl")
+    assert len(log) == 36
+    for r in log:
+        assert {"actions", "observations", "usage", "built", "build_turn", "stop_reason", "held", "won"} <= set(r)
+    table = (tmp_path / "summary.md").read_text()
+    assert "| scripted:optimal | 12 | 1.000" in table
+    for name in ("decomposition.png", "build_rate.png", "threshold_map.png"):
+        assert (tmp_path / name).read_bytes()[:8] == PNG
+
+
+def test_resume_plays_only_missing_episodes_and_survives_a_torn_line(tmp_path):
+    args = ("model=scripted:random", "suite.n_values=[9]", "suite.t_values=[2,3]", "suite.plots=false")
+    lomekwi.run(cfg_for(tmp_path, *args, "limit=1"))
+    first = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    assert [json.loads(x)["seed"] for x in first] == [0, 20]
+    with (tmp_path / "episodes.jsonl").open("a") as f:
+        f.write('{"key": "scripted:random|n9|T2|seed1", "trunc')  # killed mid-write
+    summary = lomekwi.run(cfg_for(tmp_path, *args, "limit=2"))
+    after = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    assert after[:2] == first  # finished episodes are kept, not replayed
+    assert sorted(json.loads(x)["seed"] for x in after) == [0, 1, 20, 21]
+    assert summary["models"]["scripted:random"]["N"] == 4
+
+
+def test_unknown_scripted_agent_is_one_clear_error(tmp_path):
+    with pytest.raises(SystemExit, match="scripted agent 'smart' not found"):
+        lomekwi.run(cfg_for(tmp_path, "model=scripted:smart", "limit=1", "suite.n_values=[9]", "suite.t_values=[2]"))
+
+
+def test_llm_text_through_the_real_chat_template(tmp_path, tiny_model_dir):
+    """The LLM-agent path with scripted text: real tokenizer and chat template, real token counts."""
+    from transformers import AutoTokenizer
+
+    from smith.models.scripted import ScriptedBackend
+
+    def script(prompt: str) -> str:
+        last = prompt.rsplit("<|im_start|>user\n", 1)[1]
+        if "Out falls" in last:
+            return "Something dropped.\npickup"
+        door = prompt.split("locked doors: ")[1].split(",")[0]
+        return f"I will search a door.\n> Examine the {door}"
+
+    backend = ScriptedBackend(AutoTokenizer.from_pretrained(tiny_model_dir), script, name="scripted-text")
+    cfg = cfg_for(tmp_path, "limit=1", "suite.n_values=[9]", "suite.t_values=[2]", "suite.plots=false")
+    summary = lomekwi.play_sweep(cfg, tmp_path, backend=backend)
+    (r,) = rows(tmp_path / "episodes.jsonl")
+    assert r["model"] == "scripted-text" and r["stop_reason"] == "out_of_budget"
+    assert r["actions"][:2] == [["examine", r["labels"]["door_base"] + "_1"], ["pickup"]]
+    assert r["usage"]["calls"] == r["turns"] == len(r["turn_usage"]) > 41
+    assert r["usage"]["input_tokens"] > r["turn_usage"][0]["input_tokens"] > 100  # the prompt grows every turn
+    assert summary["models"]["scripted-text"]["N"] == 1
+    assert "<|im_start|>system\nYou are an agent in a vault" in backend.calls[0]
+
+
+def test_a_real_model_through_load_backend(tmp_path, tiny_model_dir):
+    """model=SPEC goes through smith.models.load_backend: the tiny random model babbles, and four
+    unparseable replies end its episode."""
+    cfg = cfg_for(tmp_path, "model=tiny", f"tiny_dir={tiny_model_dir}", "limit=1", "suite.n_values=[9]",
+                  "suite.t_values=[2]", "suite.max_new_tokens=8", "suite.plots=false")
+    summary = lomekwi.run(cfg)
+    (r,) = rows(tmp_path / "episodes.jsonl")
+    assert r["model"] == "tiny" and r["turns"] >= 4 and r["usage"]["output_tokens"] > 0
+    assert r["stop_reason"] in {"noop", "no_progress", "out_of_budget"}
+    assert summary["models"]["tiny"]["N"] == 1
+
+
+def test_import_mode_scores_released_logs(tmp_path):
+    summary = lomekwi.run(cfg_for(tmp_path, f"import_logs={FIXTURES}"))
+    models = json.loads((tmp_path / "summary.json").read_text())["models"]
+    assert summary["mode"] == "import" and len(models) == 6
+    assert {m: models[m]["N"] for m in models} == {
+        "Qwen/Qwen3.5-27B": 4, "Qwen/Qwen3.5-2B": 2, "Qwen/Qwen3.5-4B": 1, "claude-haiku-4-5-20251001": 2,
+        "claude-opus-4-8": 2, "claude-sonnet-4-6": 2}
+    assert models["Qwen/Qwen3.5-27B"]["R"] == 2 / 3
+    assert models["claude-opus-4-8"]["stop_reasons"] == {"solved": 2}
+    assert len(rows(tmp_path / "imported.jsonl")) == 13
+    assert all(src["failed_rows"] == 0 for src in summary["sources"].values())
+    checks = {c["claim"]: c for c in summary["paper_checks"]}
+    # on these hand-picked rows Haiku and Sonnet both built whenever they held: the claim is tested, and fails
+    assert checks["recognition inverts across Claude: R(Haiku) > R(Sonnet)"]["agrees"] is False
+    assert (tmp_path / "decomposition.png").read_bytes()[:8] == PNG
+    assert (tmp_path / "build_rate.png").read_bytes()[:8] == PNG
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        lomekwi.run(cfg_for(tmp_path / "out", f"import_logs={tmp_path / 'missing'}"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"no episodes\.jsonl"):
+        lomekwi.run(cfg_for(tmp_path / "out", f"import_logs={tmp_path / 'empty'}"))
+
+
+@pytest.mark.slow
+def test_eval_py_command_line(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "eval.py", "suite=lomekwi", "model=scripted:optimal", "limit=1",
+                           f"output_dir={out}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((out / "summary.json").read_text())["models"]["scripted:optimal"]["N"] == 9
