@@ -137,12 +137,12 @@ def scripted_policy(spec: str, tok: Any) -> Any:
     return ScriptedBackend(tok, script)
 
 
-def external_backend(section: DictConfig) -> Any:
+def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
     from smith.models import load_backend
 
     if not section.base_url or not section.model_name:
         raise SystemExit("error: an external evaluator/judge needs base_url and model_name in the recipe")
-    return load_backend(f"openai:{section.base_url}#{section.model_name}")
+    return load_backend(f"openai:{section.base_url}#{section.model_name}", cfg)
 
 
 def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
@@ -169,9 +169,9 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     policy = HFBackend(model, tok, name=model_path)
     copy = policy.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
     evaluator = {"self": copy, "direct": None}.get(str(cfg.evaluator.kind)) if cfg.evaluator.kind != "external" \
-        else external_backend(cfg.evaluator)
+        else external_backend(cfg.evaluator, cfg)
     judge = {"self": copy, "none": None}.get(str(cfg.judge.kind)) if cfg.judge.kind != "external" \
-        else external_backend(cfg.judge)
+        else external_backend(cfg.judge, cfg)
     n_rows = int(cfg.max_steps) * int(cfg.dapo.prompts_per_step) * int(cfg.dapo.gradient_accumulation_steps) * 2
     dataset = Dataset.from_list(prompt_rows(n_rows, float(cfg.build.fraction)))
     if state.is_main_process:
