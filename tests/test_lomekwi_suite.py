@@ -136,3 +136,17 @@ def test_eval_py_command_line(tmp_path):
                            f"output_dir={out}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "summary.json").read_text())["models"]["scripted:optimal"]["N"] == 9
+
+
+@pytest.mark.slow
+def test_grinder_wins_as_often_as_the_coupon_collector_allows(tmp_path):
+    """Appendix B: grinding wins iff all n keys drop within B - n examines."""
+    from smith.evals.common import wilson
+    from smith.evals.lomekwi.costs import p_collect_all
+    from smith.evals.lomekwi.env import budget_for
+
+    summary = lomekwi.run(cfg_for(tmp_path, "model=scripted:grinder", "suite.plots=false"))
+    g = summary["models"]["scripted:grinder"]
+    theory = sum(p_collect_all(n, budget_for(n) - n) for n in (9, 10, 11)) / 3
+    lo, hi = wilson(g["counts"]["win"], g["N"])
+    assert g["N"] == 180 and lo <= theory <= hi
