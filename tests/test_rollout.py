@@ -58,7 +58,8 @@ def bank(tmp_path_factory):
 def make(policy, sandbox, pool=None, **kw):
     settings = RolloutSettings(max_completion_length=600, temperature=1.0, top_p=1.0, evaluator="direct",
                                judge="none", **kw)
-    return Rollout(policy, sandbox, Limits(timeout_s=2.0, memory_mb=256), pool or ToolPool(), settings)
+    return Rollout(policy, sandbox, Limits(timeout_s=2.0, memory_mb=256), ToolPool() if pool is None else pool,
+                   settings)
 
 
 def build_task(bank, cat="spell_backward", k=4):

@@ -27,7 +27,7 @@ from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
 from smith.rewards.use import correctness_reward
 from smith.rollout.prompts import INNER_BUILD_DONE, build_messages, use_messages
 from smith.tasks import score
-from smith.toolspec import parse_response
+from smith.toolspec import Reason, parse_response
 
 AXES = ("format", "evaluation", "judge", "use")
 NAN = float("nan")
@@ -203,14 +203,17 @@ class Rollout:
     def grade_build(self, task: BuildTask, text: str, trace: dict[str, Any]) -> dict[str, float]:
         """Format, evaluation and judge rewards of one build response; admits the tool when r_eval > 0."""
         parsed = parse_response(text)
-        trace["parse"] = {"ok": parsed.ok, "reason": parsed.reason}
-        judge_na = NAN if self.s.judge == "none" else 0.0
+        trace["parse"] = {"ok": parsed.ok, "reason": str(parsed.reason), "detail": parsed.detail}
+        judged = self.s.judge != "none"
         if not parsed.ok:
-            # a malformed pair ends the episode with zero on every axis (the judge's -0.5 for a syntax error
-            # is the judge axis' own rule and is kept)
-            r_judge = judge_reward(parsed, None) if self.s.judge != "none" else NAN
-            return {"format": format_reward(parsed), "evaluation": 0.0,
-                    "judge": r_judge if parsed.reason == "syntax_error" else judge_na}
+            # A malformed pair ends the episode with zero on every axis, except where the judge formula speaks
+            # itself: -0.5 for a syntax error, 0.5 * s_overall when schema and code disagree (paper, r_judge).
+            r_judge = 0.0 if judged else NAN
+            if judged and parsed.reason == Reason.SYNTAX_ERROR:
+                r_judge = judge_reward(parsed, None)
+            elif judged and parsed.reason in (Reason.NAME_NOT_IN_CODE, Reason.PARAM_MISMATCH):
+                r_judge = self._judge(parsed, text, trace)
+            return {"format": 0.0, "evaluation": 0.0, "judge": r_judge}
         spec = parsed.spec if hasattr(parsed, "spec") else parsed
         if self.s.evaluator == "direct":
             ev = evaluate_direct(spec, task.heldout, self.sandbox, self.limits)
@@ -219,20 +222,23 @@ class Rollout:
                 ev = evaluate_with_model(spec, task.heldout, self.evaluator, self.sandbox, limits=self.limits,
                                          max_turns=self.s.evaluator_max_turns)
         trace["evaluation"] = {"correct": ev.correct, "k": ev.k}
-        r_judge = NAN
-        if self.s.judge != "none":
-            with self._model_lock:
-                reply = self.judge.chat([judge_prompt(parsed)],
-                                        params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))[0].text
-            scores = parse_judge_reply(reply)
-            trace["judge"] = {"reply": reply[:500], "parsed": scores is not None}
-            r_judge = judge_reward(parsed, scores)
+        r_judge = self._judge(parsed, text, trace) if judged else NAN
         if ev.r_eval > 0:
             entry = PoolEntry(task.category, parsed.code, parsed.schema, parsed.function_name, ev.r_eval,
                               None if math.isnan(r_judge) else r_judge, self.s.step, self.s.source_run)
             with self._pool_lock:
                 trace["admitted"] = self.admit(entry)
         return {"format": format_reward(parsed), "evaluation": ev.r_eval, "judge": r_judge}
+
+    def _judge(self, parsed: Any, text: str, trace: dict[str, Any]) -> float:
+        """The judge model's scores mapped to r_judge; an unparseable reply gives the documented neutral value."""
+        tool = parsed.spec if parsed.ok else text
+        with self._model_lock:
+            reply = self.judge.chat([judge_prompt(tool)],
+                                    params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))[0].text
+        scores = parse_judge_reply(reply)
+        trace["judge"] = {"reply": reply[:500], "parsed": scores is not None}
+        return judge_reward(parsed, scores)
 
     # -- use -----------------------------------------------------------------------------------------
     def menu(self, category: str, rng: random.Random) -> list[tuple[str, PoolEntry]] | None:
