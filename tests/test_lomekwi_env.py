@@ -383,3 +383,11 @@ def test_optimal_agent_wins_every_episode_of_a_cell():
     assert sum(r["total_actions"] for r in optimal) / 20 < expected_grind(n)
     assert sum(r["won"] for r in runs["grinder"]) <= 20 and not any(r["built"] for r in runs["grinder"])
     assert (sum(r["total_actions"] for r in runs["grinder"]) > sum(r["total_actions"] for r in optimal))
+
+
+def test_optimal_agent_grinds_where_building_does_not_pay():
+    n, t = 3, 2  # E[build] = 3 + 1 + 6 = 10 > E[grind] = 8.5
+    eps = [Episode(make_world(s, n, t), s, budget_for(n)) for s in range(5)]
+    play(ScriptedAgent("optimal", t), eps, SamplingParams())
+    assert not any(a[0] == "combine" for e in eps for a in e.actions)
+    assert all(e.messages[-2]["content"].startswith("Plan: grind") for e in eps)

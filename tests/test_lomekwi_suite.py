@@ -83,7 +83,8 @@ def test_llm_text_through_the_real_chat_template(tmp_path, tiny_model_dir):
         return f"I will search a door.\n> Examine the {door}"
 
     backend = ScriptedBackend(AutoTokenizer.from_pretrained(tiny_model_dir), script, name="scripted-text")
-    cfg = cfg_for(tmp_path, "limit=1", "suite.n_values=[9]", "suite.t_values=[2]", "suite.plots=false")
+    cfg = cfg_for(tmp_path, "limit=1", "suite.n_values=[9]", "suite.t_values=[2]", "suite.plots=false",
+                  "suite.system_suffix=' /no_think'")
     summary = lomekwi.play_sweep(cfg, tmp_path, backend=backend)
     (r,) = rows(tmp_path / "episodes.jsonl")
     assert r["model"] == "scripted-text" and r["stop_reason"] == "out_of_budget"
@@ -92,6 +93,7 @@ def test_llm_text_through_the_real_chat_template(tmp_path, tiny_model_dir):
     assert r["usage"]["input_tokens"] > r["turn_usage"][0]["input_tokens"] > 100  # the prompt grows every turn
     assert summary["models"]["scripted-text"]["N"] == 1
     assert "<|im_start|>system\nYou are an agent in a vault" in backend.calls[0]
+    assert "Minimize total actions. /no_think<|im_end|>" in backend.calls[0]
 
 
 def test_a_real_model_through_load_backend(tmp_path, tiny_model_dir):

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
 from smith.evals.lomekwi import costs, importer, metrics, plots, published
 from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
-from smith.evals.lomekwi.env import Episode, budget_for, make_world, max_turns_for
+from smith.evals.lomekwi.env import SYSTEM_PROMPT, Episode, budget_for, make_world, max_turns_for
 from smith.models.base import ChatBackend, SamplingParams
 
 FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_turn", "built", "build_turn",
@@ -80,7 +80,8 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
                 batch = seeds[i: i + int(s.batch_size)]
                 budget = budget_for(n, float(s.budget_mult))
                 episodes = [Episode(make_world(seed, n, t, str(s.scheme)), seed, budget, bool(s.hint),
-                                    max_turns_for(n, budget), int(s.no_progress_window)) for seed in batch]
+                                    max_turns_for(n, budget), int(s.no_progress_window),
+                                    SYSTEM_PROMPT + str(s.get("system_suffix") or "")) for seed in batch]
                 t0 = time.time()
                 play(agent, episodes, params, bar)
                 for seed, e in zip(batch, episodes, strict=True):

@@ -543,6 +543,7 @@ class Episode:
     hint: bool = True
     max_turns: int | None = None
     no_progress_window: int = NO_PROGRESS_WINDOW
+    system_prompt: str = SYSTEM_PROMPT
     messages: list[dict[str, str]] = field(default_factory=list)
     actions: list[list[str]] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
@@ -561,7 +562,7 @@ class Episode:
         self.turns = 0
         self._noops = 0
         self._stale = 0
-        self.messages = [{"role": "system", "content": SYSTEM_PROMPT},
+        self.messages = [{"role": "system", "content": self.system_prompt},
                          {"role": "user", "content": self.vault.initial_observation(self.budget)}]
 
     @property
