@@ -194,8 +194,8 @@ def _plot(rows: list[dict], out: Path) -> list[Path]:
                 ks = [r["mean_depth"] for r in fixed]
                 ax_b.plot(ks, [r["bor"] for r in fixed], "-o", color=color, ms=3, label=f"{sname} fixed-K")
                 ax_c.plot(ks, [r["coverage"] for r in fixed], "-o", color=color, ms=3)
-                for j, r in enumerate(r for r in cell if not r["policy"].startswith("fixed-")):
-                    mark = "*^sD"[j % 4]
+                for r in (r for r in cell if not r["policy"].startswith("fixed-")):
+                    mark = dict(zip(AGENTS, "^s*D", strict=True))[r["policy"]]
                     ax_b.plot(
                         r["mean_depth"], r["bor"], mark, color=color, ms=9, mec="k", label=f"{sname} {r['policy']}"
                     )

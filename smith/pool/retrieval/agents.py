@@ -186,7 +186,7 @@ class DQNAgent:
         rankings: Sequence[Ranking],
         updates: int = 1500,
         batch_size: int = 128,
-        target_every: int = 200,
+        target_every: int = 50,
         progress: bool = False,
     ) -> DQNAgent:
         import torch

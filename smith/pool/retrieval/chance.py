@@ -11,12 +11,16 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
+_PRODUCT_TERMS = 10_000
+
 
 def p_rand(N: int, R: int, K: int) -> float:
     """P(at least one of R relevant tools among K drawn without replacement from N).
 
-    Computed in log space (log-gamma), so registries of thousands of tools do not overflow; exact
-    K/N for R = 1. Returns 0 for K = 0 or R = 0 and 1 when K > N - R (a miss is impossible).
+    Computed in log space, so registries of any size do not overflow: a sum of log1p terms over
+    min(R, K) factors (accurate to rounding even when P_rand is tiny), or log-gamma differences when
+    that product would be long; exact K/N for R = 1. Returns 0 for K = 0 or R = 0 and 1 when
+    K > N - R (a miss is impossible).
     """
     N, R, K = int(N), int(R), int(K)
     if N < 1 or not 0 <= R <= N or not 0 <= K <= N:
@@ -27,8 +31,12 @@ def p_rand(N: int, R: int, K: int) -> float:
         return K / N
     if K > N - R:
         return 1.0
-    # log C(N-R, K) - log C(N, K); the K! terms cancel
-    log_miss = gammaln(N - R + 1) - gammaln(N - R - K + 1) - gammaln(N + 1) + gammaln(N - K + 1)
+    # C(N-R, K) / C(N, K) = prod_{i<m} (1 - b / (N - i)) with (m, b) = (R, K) or (K, R), whichever m is smaller
+    m, b = min(R, K), max(R, K)
+    if m <= _PRODUCT_TERMS:
+        log_miss = float(np.log1p(-b / (N - np.arange(m))).sum())
+    else:
+        log_miss = gammaln(N - R + 1) - gammaln(N - R - K + 1) - gammaln(N + 1) + gammaln(N - K + 1)
     return float(-np.expm1(log_miss))
 
 
