@@ -6,9 +6,12 @@ decoder, xgrammar, cannot compile):
    tools apart by it), `parameters` of type object with `properties` and a `required` list drawn from them;
 2. `parameters` is a valid JSON Schema (checked against the Draft 2020-12 meta-schema with `jsonschema`),
    and every local `$ref` resolves;
-3. if `xgrammar` is importable (it comes with vLLM), the parameters schema must compile to a grammar.
-   Without it, layers 1-2 stand in: they catch the failures xgrammar reports for model-written schemas
-   (unknown types, dangling references, malformed keywords), not its rarer unsupported-feature errors.
+3. no keyword makes it unsatisfiable (minimum > maximum, minLength > maxLength, ...) and every `pattern`
+   is a valid regex;
+4. if `xgrammar` is importable (it comes with vLLM), the parameters schema must compile to a grammar.
+   Without it, layers 1-3 stand in, plus a check for the regex features xgrammar does not support
+   (lookbehind, backreferences): together they catch the failures xgrammar reports for model-written
+   schemas (unknown types, dangling references, empty ranges, unsupported patterns), though not every one.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import keyword
+import re
 from functools import cache
 from typing import Any
 
@@ -50,6 +54,45 @@ def _resolves(root: dict[str, Any], ref: str) -> bool:
         else:
             return False
     return True
+
+
+_BOUNDS = (
+    ("minimum", "maximum"),
+    ("exclusiveMinimum", "exclusiveMaximum"),
+    ("minLength", "maxLength"),
+    ("minItems", "maxItems"),
+    ("minProperties", "maxProperties"),
+    ("minContains", "maxContains"),
+)
+_UNSUPPORTED_REGEX = re.compile(r"\(\?<[=!]|\\[1-9]|\(\?P=")
+
+
+def _subschemas(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        return [node] + [s for v in node.values() for s in _subschemas(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _subschemas(v)]
+    return []
+
+
+def _keyword_error(params: dict[str, Any], strict_regex: bool) -> str | None:
+    """Empty ranges and bad patterns; `strict_regex` also rejects regex features xgrammar lacks."""
+    for node in _subschemas(params):
+        for lo, hi in _BOUNDS:
+            a, b = node.get(lo), node.get(hi)
+            if isinstance(a, int | float) and isinstance(b, int | float) and a > b:
+                return f"{lo} {a} is greater than {hi} {b}: no value can satisfy it"
+        pattern = node.get("pattern")
+        if isinstance(pattern, str):
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                return f"pattern {pattern!r} is not a valid regex: {e}"
+            if strict_regex and _UNSUPPORTED_REGEX.search(pattern):
+                return (
+                    f"pattern {pattern!r} uses lookbehind or backreferences, which structured decoders do not support"
+                )
+    return None
 
 
 def _xgrammar_error(parameters: dict[str, Any]) -> str | None:
@@ -97,6 +140,8 @@ def schema_error(schema: Any, use_xgrammar: bool | None = None) -> str | None:
     dangling = [r for r in _refs(params) if not _resolves(params, r)]
     if dangling:
         return f"'parameters' has references that do not resolve inside it: {dangling[:3]}"
-    if use_xgrammar or (use_xgrammar is None and xgrammar_available()):
-        return _xgrammar_error(params)
-    return None
+    compile_ = bool(use_xgrammar or (use_xgrammar is None and xgrammar_available()))
+    problem = _keyword_error(params, strict_regex=not compile_)
+    if problem is None and compile_:
+        problem = _xgrammar_error(params)
+    return problem
