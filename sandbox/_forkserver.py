@@ -198,6 +198,14 @@ def _run_script(msg: dict) -> None:
     _reply({"status": "ok", "value": code, "error": None, "seconds": time.perf_counter() - t0})
 
 
+def _prewarm() -> None:
+    """Take the copy-on-write page faults of a fresh fork now, while idle, not on the first call's clock."""
+    namespace: dict = {"__builtins__": builtins}
+    exec(compile("def f(x):\n    return {'x': x}\n", "<warm>", "exec"), namespace)
+    json.loads(json.dumps(namespace["f"]([1, "a", None, 2.5])))
+    pack({"status": "ok", "value": None, "error": None, "seconds": 0.0})
+
+
 def _reply(msg: dict) -> None:
     """Answer the host; a process the tool forked is a copy of this loop and must stay silent."""
     if os.getpid() != TOOL_PID:
@@ -366,6 +374,7 @@ class ForkServer:
             if self.bpf is not None:
                 load_seccomp(self.bpf)
             _reset_std()
+            _prewarm()
             tool_main()
             _flush_std()
         except BaseException:

@@ -116,6 +116,8 @@ class _ToolProcess:
             os.set_blocking(fd, False)
         self.used = False
         self.closed = False
+        self.outbox = bytearray()
+        self.writing = False
         self.poll = select.poll()
         for fd in (resp_r, out_r, err_r):
             self.poll.register(fd, select.POLLIN)
@@ -176,44 +178,49 @@ class _ToolProcess:
             return "bad", "the tool wrote a malformed reply on the result pipe"
         return "frame", msg
 
-    def exchange(self, obj: object, timeout_s: float) -> tuple[str, Any]:
-        """Send one frame, wait for one reply: ("frame", msg) | ("timeout", None) | ("died", None) | ("bad", why)."""
-        out = memoryview(pack(obj))
-        writing = True
-        self.poll.register(self.req_w, select.POLLOUT)
-        deadline = time.monotonic() + timeout_s
+    def send(self, obj: object) -> None:
+        """Queue a frame; it is written while waiting for replies (frames are pipelined, not lock-stepped)."""
+        self.outbox += pack(obj)
+        if not self.writing:
+            self.writing = True
+            self.poll.register(self.req_w, select.POLLOUT)
+        self._write()
+
+    def _write(self) -> None:
         try:
-            while True:
-                kind, msg = self._frame()
-                if kind != "more":
-                    self._drain_output()
-                    return kind, msg
-                if self.resp_r not in self.open:
-                    self._drain_output()
-                    return "died", None
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self._drain_output()
-                    return "timeout", None
-                for fd, event in self.poll.poll(max(1, int(remaining * 1000 + 1))):
-                    if fd == self.req_w:
-                        if event & (select.POLLERR | select.POLLHUP):
-                            writing = False
-                        else:
-                            try:
-                                out = out[os.write(fd, out) :]
-                            except BlockingIOError:
-                                pass
-                            except BrokenPipeError:
-                                writing = False
-                            writing = writing and len(out) > 0
-                        if not writing:
-                            self.poll.unregister(fd)
-                    else:
-                        self._read(fd)
-        finally:
-            if writing:
-                self.poll.unregister(self.req_w)
+            del self.outbox[: os.write(self.req_w, self.outbox)]
+        except BlockingIOError:
+            return
+        except BrokenPipeError:
+            self.outbox.clear()
+        if not self.outbox:
+            self.writing = False
+            self.poll.unregister(self.req_w)
+
+    def recv(self, timeout_s: float) -> tuple[str, Any]:
+        """The next reply: ("frame", msg) | ("timeout", None) | ("died", None) | ("bad", why)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            kind, msg = self._frame()
+            if kind != "more":
+                self._drain_output()
+                return kind, msg
+            if self.resp_r not in self.open:
+                self._drain_output()
+                return "died", None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._drain_output()
+                return "timeout", None
+            for fd, event in self.poll.poll(max(1, int(remaining * 1000 + 1))):
+                if fd != self.req_w:
+                    self._read(fd)
+                elif event & (select.POLLERR | select.POLLHUP):
+                    self.outbox.clear()
+                    self.writing = False
+                    self.poll.unregister(fd)
+                else:
+                    self._write()
 
     def close(self) -> None:
         """Close the host's ends; an idle tool process then reads end-of-file and exits by itself."""
@@ -337,7 +344,10 @@ class Worker:
             load = {"kind": "func", "code": code, "func": func_name, "max_return_bytes": limits.max_return_bytes}
             tool = self._fresh_tool(limits, len(calls) - len(results), load)
             t0 = time.monotonic()
-            kind, msg = tool.exchange(load, limits.timeout_s)
+            tool.send(load)
+            for args in calls[len(results) :]:
+                tool.send({"args": args})
+            kind, msg = tool.recv(limits.timeout_s)
             if kind != "frame" or msg["status"] != "ok":
                 res = self._result(tool, kind, msg, time.monotonic() - t0)
                 if kind != "frame":
@@ -347,7 +357,7 @@ class Worker:
                 break
             while len(results) < len(calls):
                 t0 = time.monotonic()
-                kind, msg = tool.exchange({"args": calls[len(results)]}, limits.timeout_s)
+                kind, msg = tool.recv(limits.timeout_s)
                 res = self._result(tool, kind, msg, time.monotonic() - t0)
                 results.append(res)
                 if kind != "frame":
@@ -370,7 +380,8 @@ class Worker:
         load = {"kind": "script", "code": code, "stdin": stdin}
         tool = self._fresh_tool(limits, 1, load)
         t0 = time.monotonic()
-        kind, msg = tool.exchange(load, limits.timeout_s)
+        tool.send(load)
+        kind, msg = tool.recv(limits.timeout_s)
         res = self._result(tool, kind, msg, time.monotonic() - t0)
         if kind != "frame":
             self._explain(res, kind, "while running the program")
