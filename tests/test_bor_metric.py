@@ -88,3 +88,9 @@ def test_p_rand_log_gamma_branch_agrees_with_hypergeometric():
     assert p_rand(N, R, K) == pytest.approx(hypergeom(N, R, K).sf(0), rel=1e-9)
     N, R, K = 10_000_000, 11_000, 11_000
     assert p_rand(N, R, K) == pytest.approx(hypergeom(N, R, K).sf(0), rel=1e-6)
+
+
+def test_bootstrap_interval_with_resamples_that_never_hit():
+    ci = bor_interval([1, 0, 0, 0, 0, 0], [0.1] * 6, n_resamples=300)
+    assert ci["value"] == pytest.approx(math.log2((1 / 6) / 0.1))
+    assert ci["lo"] == -math.inf and ci["hi"] > ci["value"]

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from smith.evals.common import bootstrap
 from smith.pool.retrieval.chance import bor_ceiling, p_rand
 
 __all__ = ["bits_over_random", "bor_ceiling", "bor_interval", "log_ratio_bits", "p_rand", "per_query_bits"]
@@ -59,11 +58,21 @@ def per_query_bits(hits: Sequence[float], p_rands: Sequence[float]) -> float:
 def bor_interval(
     hits: Sequence[float], p_rands: Sequence[float], n_resamples: int = 2000, seed: int = 0
 ) -> dict[str, float]:
-    """Aggregate BoR with a 95% percentile bootstrap interval over queries (value, se, lo, hi)."""
+    """Aggregate BoR with a 95% percentile bootstrap interval over queries (value, se, lo, hi).
+
+    A resample with no hits is -inf bits, so the percentiles are read off the sorted resamples without
+    interpolation (numpy's "inverted_cdf"), and se is taken over the finite resamples.
+    """
     h, p = _check(hits, p_rands)
-
-    def stat(rows: np.ndarray) -> float:
-        return log_ratio_bits(float(rows[:, 0].mean()), float(rows[:, 1].mean()))
-
-    with np.errstate(invalid="ignore"):
-        return bootstrap(np.column_stack([h, p]), statistic=stat, n_resamples=n_resamples, seed=seed)
+    idx = np.random.default_rng(seed).integers(0, len(h), size=(n_resamples, len(h)))
+    stats = np.array(
+        [log_ratio_bits(float(hm), float(pm)) for hm, pm in zip(h[idx].mean(1), p[idx].mean(1), strict=True)]
+    )
+    finite = stats[np.isfinite(stats)]
+    lo, hi = np.quantile(stats, [0.025, 0.975], method="inverted_cdf")
+    return {
+        "value": bits_over_random(h, p),
+        "se": float(np.std(finite, ddof=1)) if len(finite) > 1 else float("nan"),
+        "lo": float(lo),
+        "hi": float(hi),
+    }
