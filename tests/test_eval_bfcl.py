@@ -79,29 +79,39 @@ def _script(data: Path):
     return script
 
 
-@needs_bfcl
-def test_bfcl_two_categories_against_scripted_endpoint(tmp_path, tiny_model_dir):
+def _served(tiny_model_dir):
     from transformers import AutoTokenizer
 
-    from smith.evals.bfcl import run
     from smith.models.scripted import ScriptedBackend
     from smith.models.serve import running
 
     backend = ScriptedBackend(AutoTokenizer.from_pretrained(tiny_model_dir), _script(_bfcl_data()), name="scripted")
+    return backend, running(backend, name="scripted")
+
+
+def _cfg(url: str, out: Path):
+    return compose("eval", ["suite=bfcl", f"model='openai:{url}#scripted'", "limit=2", f"output_dir={out}",
+                            "suite.categories=[simple_python,irrelevance]"], ("suite",))
+
+
+def _check(s: dict) -> None:
+    cats = s["categories"]
+    assert cats["simple_python"]["accuracy"] == 0.5 and cats["simple_python"]["total_count"] == 2
+    assert cats["irrelevance"]["accuracy"] == 0.5 and cats["irrelevance"]["total_count"] == 2
+    assert s["sections"] == {"Non-Live AST": 0.5, "Irrelevance": 0.5}
+    assert s["entries"] == 4 and s["mean_accuracy"] == 0.5
+
+
+@needs_bfcl
+def test_bfcl_two_categories_against_scripted_endpoint(tmp_path, tiny_model_dir):
+    from smith.evals.bfcl import run
+
+    backend, server = _served(tiny_model_dir)
     out = tmp_path / "bfcl"
-    with running(backend, name="scripted") as url:
-        cfg = compose("eval", ["suite=bfcl", f"model='openai:{url}#scripted'", "limit=2", f"output_dir={out}",
-                               "suite.categories=[simple_python,irrelevance]"], ("suite",))
-        summary = run(cfg)
-        assert len(backend.calls) == 4  # one request per entry
-        again = run(cfg)  # resumed: bfcl-eval finds every id generated and sends nothing
-        assert len(backend.calls) == 4
-    for s in (summary, again):
-        cats = s["categories"]
-        assert cats["simple_python"]["accuracy"] == 0.5 and cats["simple_python"]["total_count"] == 2
-        assert cats["irrelevance"]["accuracy"] == 0.5 and cats["irrelevance"]["total_count"] == 2
-        assert s["sections"] == {"Non-Live AST": 0.5, "Irrelevance": 0.5}
-        assert s["entries"] == 4 and s["mean_accuracy"] == 0.5
+    with server as url:
+        summary = run(_cfg(url, out))
+    assert len(backend.calls) == 4  # one request per entry
+    _check(summary)
     assert summary["tokens"]["input"] > 50 and summary["tokens"]["output"] > 0  # the served tokenizer's counts
     disk = json.loads((out / "summary.json").read_text())
     assert disk["categories"] == summary["categories"]
@@ -109,3 +119,17 @@ def test_bfcl_two_categories_against_scripted_endpoint(tmp_path, tiny_model_dir)
     # bfcl-eval wrote under the output directory only
     assert list((out / "bfcl" / "score" / "smith-FC").rglob("BFCL_v4_simple_python_score.json"))
     assert list((out / "bfcl" / "result" / "smith-FC").rglob("BFCL_v4_irrelevance_result.json"))
+
+
+@needs_bfcl
+@pytest.mark.slow
+def test_bfcl_rerun_resumes_without_requests(tmp_path, tiny_model_dir):
+    from smith.evals.bfcl import run
+
+    backend, server = _served(tiny_model_dir)
+    with server as url:
+        first = run(_cfg(url, tmp_path / "bfcl"))
+        again = run(_cfg(url, tmp_path / "bfcl"))  # bfcl-eval finds every id generated and sends nothing
+    assert len(backend.calls) == 4
+    _check(first)
+    _check(again)

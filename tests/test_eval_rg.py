@@ -87,7 +87,7 @@ def rows(out: Path) -> list[dict]:
 def test_build_use_with_reference_writer_solves_hard_items(tmp_path, endpoint, cache_dir, tiny_model_dir):
     from smith.evals.rg import run
 
-    backend, spec = endpoint
+    _, spec = endpoint
     out = tmp_path / "bu"
     s = run(rg_cfg(out, spec, cache_dir, tiny_model_dir, "mode=build_use", "limit=3"))
     assert s["mode"] == "build_use" and s["writer"] == spec and s["n_questions"] == 6
