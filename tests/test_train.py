@@ -23,7 +23,7 @@ from smith.train.run import train
 from .conftest import ROOT
 
 SCRIPTED = ["generation.backend=scripted", "generation.script=tests.scripts:formatted_tools",
-            "tasks.categories=[spell_backward,lcm]"]
+            "tasks.categories=[spell_backward,lcm]", "dapo.max_completion_length=400"]
 
 
 def overrides(tiny_model_dir: Path, tmp: Path, *extra: str) -> list[str]:
