@@ -11,7 +11,7 @@ from reasoning_gym.factory import DATASETS
 
 from smith.tasks import GROUPS, Item, items, load_catalog, score
 from smith.tasks.catalog import DEFAULT_PATH
-from smith.tasks.items import band_seed
+from smith.tasks.store import band_seed
 
 CATALOG = load_catalog()
 NAMES = CATALOG.names

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from smith.tasks.catalog import Category, load_catalog
 
 if TYPE_CHECKING:
-    from smith.tasks.items import Item
+    from smith.tasks.store import Item
 
 MAX_ANSWER_CHARS = 100_000  # the longest real answers (10-disk Hanoi) are ~35k characters
 
