@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -45,7 +46,7 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=None, help="default: Sandbox's (two per CPU)")
     args = parser.parse_args()
     n = args.calls
     calls = [QUESTIONS[i % len(QUESTIONS)] for i in range(n)]
@@ -56,6 +57,7 @@ def main() -> None:
 
     with Sandbox(isolation="strict", workers=args.workers) as sb:
         limits = Limits(timeout_s=5)
+        workers = sb.size
         sb.run(TOOL, "solve", calls[:4], limits=limits)  # warm: the first fork of each worker pays page faults
         sb.quiesce()
         latencies = []
@@ -78,7 +80,7 @@ def main() -> None:
         assert batched == expected
 
     ms = [x * 1000 for x in latencies]
-    print(f"calls: {n}  workers: {args.workers}  python: {sys.version.split()[0]}")
+    print(f"calls: {n}  workers: {workers}  cpus: {os.cpu_count()}  python: {sys.version.split()[0]}")
     print(f"subprocess (python -c per call, no isolation): {subprocess_rate:8.1f} calls/s")
     print(f"strict, one run per call:                      {strict_rate:8.1f} calls/s")
     print(f"strict, runs of 16 calls (build rollouts):     {batched_rate:8.1f} calls/s")

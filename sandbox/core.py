@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import os
 import queue
-import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sandbox._forkserver import UID_BLOCK
 from sandbox.seccomp import build_bpf
 from sandbox.types import Limits, Result
 from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
 
 ISOLATIONS = ("strict", "process")
-UID_BASE, UID_SPAN = 1 << 30, 1 << 30  # far above any real account; each worker draws a block of fresh uids
 
 
 class Sandbox:
@@ -31,7 +28,8 @@ class Sandbox:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
         self.isolation = isolation
-        self.size = workers if workers is not None else max(1, os.cpu_count() or 1)
+        # default: two workers per CPU (up to 32), so one worker's background clean-up overlaps another's run
+        self.size = workers if workers is not None else min(32, 2 * (os.cpu_count() or 1))
         if self.size < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.tmp_mb = tmp_mb
@@ -65,8 +63,7 @@ class Sandbox:
             self._idle.put(f.result())
 
     def _new_worker(self) -> Worker:
-        uid_base = UID_BASE + secrets.randbelow(UID_SPAN // UID_BLOCK) * UID_BLOCK if self._root else None
-        worker = Worker(self.isolation, uid_base, self._bpf, self.tmp_mb)
+        worker = Worker(self.isolation, self._root, self._bpf, self.tmp_mb)
         try:
             if self.isolation == "strict":
                 self._check_strict(worker)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -32,6 +34,8 @@ CONTROL_TIMEOUT_S = 30.0
 BASE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 # the fork server keeps only what it needs to fork, switch uid, kill and clean up
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+UID_BASE, UID_SPAN = 1 << 30, 1 << 30  # far above any real account
+UID_LOCK_DIR = Path("/run/smith-sandbox-uids")
 SIGNAL_STATUS = {signal.SIGXCPU: "limit", signal.SIGKILL: "limit", signal.SIGXFSZ: "limit"}
 SIGNAL_CAUSE = {
     signal.SIGXCPU: " (CPU time limit, Limits.cpu_s)",
@@ -46,6 +50,22 @@ class SandboxUnavailable(RuntimeError):
 
 class WorkerBroken(RuntimeError):
     """The fork server stopped answering; the pool replaces the worker."""
+
+
+def claim_uid_block() -> tuple[int, int]:
+    """Reserve a block of fresh uids host-wide (an flock held for the worker's life), so no two workers,
+    in this process or any other, ever share tool uids: their process limits and kill scans stay apart."""
+    UID_LOCK_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for _ in range(256):
+        base = UID_BASE + secrets.randbelow(UID_SPAN // UID_BLOCK) * UID_BLOCK
+        fd = os.open(UID_LOCK_DIR / f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return base, fd
+    raise SandboxUnavailable(f"no free uid block after 256 tries; are thousands of workers running? ({UID_LOCK_DIR})")
 
 
 def _ro_system_binds() -> list[str]:
@@ -233,8 +253,9 @@ class _ToolProcess:
 class Worker:
     """One fork server and the tools it runs, one `run` at a time (the pool gives each thread its own)."""
 
-    def __init__(self, isolation: str, uid_base: int | None, bpf: bytes | None, tmp_mb: int = 64) -> None:
-        self.isolation, self.uid_base = isolation, uid_base
+    def __init__(self, isolation: str, dedicated_uids: bool, bpf: bytes | None, tmp_mb: int = 64) -> None:
+        self.isolation = isolation
+        self.uid_base, self._uid_lock = claim_uid_block() if dedicated_uids else (None, None)
         self.workdir: str | None = None
         self.tool: _ToolProcess | None = None
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -254,12 +275,14 @@ class Worker:
         except BaseException:
             parent.close()
             self._errlog.close()
+            if self._uid_lock is not None:
+                os.close(self._uid_lock)
             raise
         finally:
             child.close()
         self.sock = parent
         self.sock.settimeout(CONTROL_TIMEOUT_S)
-        cfg = {"op": "init", "uid_base": uid_base, "workdir_root": root, "unshare_net": isolation == "process"}
+        cfg = {"op": "init", "uid_base": self.uid_base, "workdir_root": root, "unshare_net": isolation == "process"}
         cfg["bpf"] = base64.b64encode(bpf).decode() if bpf else None
         try:
             self.hello = self._control(cfg)
@@ -328,7 +351,12 @@ class Worker:
         if kind == "frame":
             status = msg["status"]
             value = msg.get("value") if status == "ok" else None
-            return Result(status, value, msg.get("error"), tool.out.take(), tool.err.take(), seconds)
+            error = msg.get("error") if isinstance(msg.get("error"), str) else None
+            # frames are pipelined, so the tool's own clock around the call is the precise one
+            inner = msg.get("seconds")
+            if isinstance(inner, int | float) and 0 <= inner < 1e6:
+                seconds = float(inner)
+            return Result(status, value, error, tool.out.take(), tool.err.take(), seconds)
         if kind == "timeout":
             error = f"no result within {seconds:.3g} s"
             return Result("timeout", None, error, tool.out.take(), tool.err.take(), seconds)
@@ -344,9 +372,9 @@ class Worker:
             load = {"kind": "func", "code": code, "func": func_name, "max_return_bytes": limits.max_return_bytes}
             tool = self._fresh_tool(limits, len(calls) - len(results), load)
             t0 = time.monotonic()
+            first = len(results)
             tool.send(load)
-            for args in calls[len(results) :]:
-                tool.send({"args": args})
+            tool.send({"args": calls[first]})  # pipelined behind the load: one round trip saved
             kind, msg = tool.recv(limits.timeout_s)
             if kind != "frame" or msg["status"] != "ok":
                 res = self._result(tool, kind, msg, time.monotonic() - t0)
@@ -356,6 +384,8 @@ class Worker:
                 results += [res] + [Result(res.status, None, res.error) for _ in calls[len(results) + 1 :]]
                 break
             while len(results) < len(calls):
+                if len(results) > first:  # later calls go one at a time, so output is attributed per call
+                    tool.send({"args": calls[len(results)]})
                 t0 = time.monotonic()
                 kind, msg = tool.recv(limits.timeout_s)
                 res = self._result(tool, kind, msg, time.monotonic() - t0)
@@ -416,3 +446,5 @@ class Worker:
         self._errlog.close()
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._uid_lock is not None:
+            os.close(self._uid_lock)  # every process of the block is dead: it may be reused
