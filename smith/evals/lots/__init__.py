@@ -1,0 +1,335 @@
+"""Suite `lots`: LOTS tool-space optimisation on the TGB benchmark (003_204fd2f72796f344.txt).
+
+    python eval.py suite=lots model=SPEC [limit=N] [output_dir=D]
+
+Per TGB family: serve the fitting requests under the full registry, score every served tool by the
+leave-one-out likelihood of the frozen answer, aggregate, choose the budget K on fitting accuracy, and
+evaluate the top-K space on the evaluation requests against the baselines of Table 1. Also: every ranking
+at fixed K (Figure 9), registry sizes 30-240 (Figure 21), and a stream of EMA updates under a serving cap
+with exploration (B.3, Figure 4). Writes D/summary.json, D/table.md, JSONL traces (serves, scores,
+per-method traces), stored task spaces, and PNG plots. Re-running with the same D resumes.
+
+`model=scripted:gold` is the harness check: an agent that answers with the gold chain's output.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
+from smith.evals.lots import baselines, spaces, tgb
+from smith.evals.lots.scoring import LikelihoodScorer, loo_scores
+from smith.evals.lots.serving import Agent, ChatAgent, GoldAgent, Server, build_messages, menu_key
+
+SCRIPTED = {"gold": GoldAgent}
+METHODS = ("no_tools", "keep_all", "random", "bm25", "dense", "llm_router", "beam_search", "tto", "lots")
+
+
+def make_agent(spec: str, cfg: DictConfig) -> Agent:
+    if spec.startswith("scripted:"):
+        name = spec.split(":", 1)[1]
+        if name not in SCRIPTED:
+            raise SystemExit(f"error: scripted agent {name!r} unknown for suite lots; known: {', '.join(SCRIPTED)}")
+        return SCRIPTED[name]()
+    from smith.models import load_backend
+
+    return ChatAgent(load_backend(spec, cfg), max_new_tokens=int(cfg.suite.max_new_tokens))
+
+
+def make_scorer(cfg: DictConfig) -> LikelihoodScorer:
+    """The likelihood model: suite.scorer, else the served model when it is local, else the tiny model."""
+    import torch
+
+    from smith.models import resolve_model
+
+    spec = cfg.suite.get("scorer") or str(cfg.model)
+    if spec.startswith(("scripted:", "openai:")):
+        spec = "tiny"
+    spec = spec.removeprefix("vllm:")
+    base, adapter = resolve_model(spec, cfg)
+    device = str(cfg.get("device") or "auto")
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    dtype = str(cfg.suite.scorer_dtype) if device.startswith("cuda") else "float32"
+    return LikelihoodScorer.from_pretrained(base, adapter, device, dtype, int(cfg.suite.score_batch_size))
+
+
+class Lots:
+    """One run's state: the agent, the scorer, and the resumable logs, shared by every experiment."""
+
+    def __init__(self, cfg: DictConfig, out: Path, agent: Agent, scorer: LikelihoodScorer) -> None:
+        self.cfg, self.s, self.out = cfg, cfg.suite, out
+        self.agent, self.scorer = agent, scorer
+        self.seed = int(cfg.get("seed") or 0)
+        self.scores = EpisodeLog(out / "scores.jsonl")
+        self.servers: dict[int, Server] = {}
+
+    def server(self, size: int) -> Server:
+        if size not in self.servers:
+            reg = tgb.make_registry(size, self.seed)
+            self.servers[size] = Server(self.agent, reg, self.out / "serves.jsonl", self.scorer.count_tokens,
+                                        int(self.s.serve_batch_size))
+        return self.servers[size]
+
+    # ----------------------------------------------------------------------------- LOTS (Algorithm 1)
+    def request_scores(self, server: Server, req: tgb.Request, menu: Sequence[str], answer: str) -> dict[str, float]:
+        """I_x(s) for every served tool of one trace, cached in scores.jsonl."""
+        mode = str(self.s.deletion)
+        key = f"{menu_key(req, server.registry, menu)}|{mode}"
+        if key not in self.scores:
+            reg = server.registry
+            full = build_messages(req, reg, menu, tgb.execute(req, menu, reg))
+            removed = {t: build_messages(req, reg, menu, tgb.intervene(req, menu, reg, t, mode)) for t in menu}
+            scores = loo_scores(self.scorer, full, removed, answer) if answer.strip() and menu else {}
+            self.scores.add({"key": key, "request": req.id, "family": req.family, "registry": len(reg),
+                             "answer": answer, "scores": scores})
+        return self.scores.rows[key]["scores"]
+
+    def score_rows(self, server: Server, rows: list[dict[str, Any]], reqs: Sequence[tgb.Request],
+                   desc: str) -> list[dict[str, float]]:
+        return [self.request_scores(server, r, row["menu"], row["answer"])
+                for r, row in tqdm(list(zip(reqs, rows, strict=True)), desc=desc, leave=False)]
+
+    def fit(self, family: str, fit_reqs: Sequence[tgb.Request], size: int, k_grid: Sequence[int]) -> dict[str, Any]:
+        server = self.server(size)
+        names = server.registry.names
+        rows = server.serve(fit_reqs, [names] * len(fit_reqs), desc=f"{family}: serve full registry")
+        agg = spaces.aggregate(self.score_rows(server, rows, fit_reqs, f"{family}: score {size} tools"))
+        grid = sorted({min(k, len(names)) for k in k_grid})
+        acc_by_k = {k: server.accuracy(fit_reqs, spaces.top_k(agg, k), desc=f"{family}: K={k}") for k in grid}
+        k = spaces.select_budget(acc_by_k)
+        space = spaces.TaskSpace(family, k, float(self.s.alpha), agg, spaces.top_k(agg, k), batches=1)
+        space.save(self.out / "spaces" / f"registry-{size}")
+        return {"k": k, "space": space.tools, "scores": agg, "ranking": spaces.rank(agg), "fit_accuracy": acc_by_k}
+
+    # ----------------------------------------------------------------------------- evaluation
+    def evaluate(self, server: Server, reqs: Sequence[tgb.Request], menus: Sequence[Sequence[str]],
+                 desc: str) -> list[dict[str, Any]]:
+        return server.serve(reqs, menus, desc=desc)
+
+
+def _split(cfg: DictConfig, families: Sequence[str], n_fit: int, n_eval: int, seed: int) \
+        -> dict[str, tuple[list[tgb.Request], list[tgb.Request]]]:
+    limit = cfg.get("limit")
+    nf, ne = (min(n_fit, int(limit)), min(n_eval, int(limit))) if limit else (n_fit, n_eval)
+    return {f: ([tgb.make_request(f, i, seed) for i in range(nf)],
+                [tgb.make_request(f, tgb.N_FIT + i, seed) for i in range(ne)]) for f in families}
+
+
+def _summarise(rows_by_family: dict[str, list[dict[str, Any]]], kept: dict[str, float]) -> dict[str, Any]:
+    acc = {f: sum(r["correct"] for r in rows) / max(1, len(rows)) for f, rows in rows_by_family.items()}
+    all_rows = [r for rows in rows_by_family.values() for r in rows]
+    return {"accuracy": sum(acc.values()) / max(1, len(acc)), "by_family": acc,
+            "tools_kept": sum(kept.values()) / max(1, len(kept)), "tools_by_family": kept,
+            "prompt_tokens": sum(r["prompt_tokens"] for r in all_rows) / max(1, len(all_rows)),
+            "n": len(all_rows)}
+
+
+def run(cfg: DictConfig) -> dict:
+    s = cfg.suite
+    out = output_dir(cfg)
+    families = list(s.families)
+    unknown = [f for f in families if f not in tgb.FAMILIES]
+    if unknown:
+        raise SystemExit(f"error: unknown TGB families {unknown}; known: {', '.join(tgb.FAMILIES)}")
+    methods = list(s.methods)
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise SystemExit(f"error: unknown methods {bad}; known: {', '.join(METHODS)}")
+    lots = Lots(cfg, out, make_agent(str(cfg.model), cfg), make_scorer(cfg))
+    seed = lots.seed
+    data = _split(cfg, families, int(s.n_fit), int(s.n_eval), seed)
+    server = lots.server(15)
+    names = server.registry.names
+    schemas = [t.schema() for t in server.registry.tools]
+    embed = baselines.load_encoder() if {"dense"} & set(methods) or s.fixed_k else None
+
+    fits = {f: lots.fit(f, data[f][0], 15, list(s.k_grid)) for f in tqdm(families, desc="LOTS fit")}
+    menus: dict[str, dict[str, list[str]]] = {m: {} for m in methods}
+    router_tokens: dict[str, float] = {}
+    for f in tqdm(families, desc="baselines"):
+        fit_reqs, _ = data[f]
+        k = len(fits[f]["space"])
+        queries = [r.question for r in fit_reqs]
+        fit_acc = lambda menu, reqs=fit_reqs, f=f: server.accuracy(reqs, menu, desc=f"{f}: search")  # noqa: E731
+        for m in methods:
+            if m == "lots":
+                menus[m][f] = fits[f]["space"]
+            elif m == "keep_all":
+                menus[m][f] = baselines.keep_all(names)
+            elif m == "no_tools":
+                menus[m][f] = baselines.no_tools()
+            elif m == "random":
+                menus[m][f] = baselines.random_space(names, k, f"{seed}:{f}")
+            elif m == "bm25":
+                menus[m][f] = spaces.top_k(baselines.bm25_scores(schemas, queries), k)
+            elif m == "dense":
+                menus[m][f] = spaces.top_k(baselines.dense_scores(embed, schemas, queries), k)
+            elif m == "tto":
+                menus[m][f] = baselines.tto(names, fit_acc)[0]
+            elif m == "beam_search":
+                menus[m][f] = baselines.beam_search(names, fit_acc, int(s.beam_width))[0]
+
+    results: dict[str, Any] = {}
+    (out / "traces").mkdir(exist_ok=True)
+    for m in methods:
+        rows_by_family, kept = {}, {}
+        for f in families:
+            ev = data[f][1]
+            if m == "llm_router":
+                routed = lots.agent.route(ev, server.registry)
+                rows_by_family[f] = server.serve(ev, [r for r, _ in routed], desc=f"{m}: {f}")
+                kept[f] = sum(len(r) for r, _ in routed) / max(1, len(routed))
+                router_tokens[f] = sum(t for _, t in routed) / max(1, len(routed))
+            else:
+                rows_by_family[f] = server.serve(ev, [menus[m][f]] * len(ev), desc=f"{m}: {f}")
+                kept[f] = float(len(menus[m][f]))
+        results[m] = _summarise(rows_by_family, kept)
+        if m != "llm_router":
+            results[m]["spaces"] = {f: menus[m][f] for f in families}
+        else:
+            results[m]["selection_prompt_tokens"] = sum(router_tokens.values()) / max(1, len(router_tokens))
+        with (out / "traces" / f"{m}.jsonl").open("w") as fh:
+            for rows in rows_by_family.values():
+                for r in rows:
+                    fh.write(json.dumps({"method": m, **r}) + "\n")
+
+    fixed = _fixed_k(lots, server, data, fits, schemas, embed, list(s.fixed_k), seed) if s.fixed_k else {}
+    scaling = _scaling(lots, data, fits, results) if s.registry_sizes else {}
+    stream = _stream(lots, data, fits) if s.stream.rounds else {}
+
+    summary = {"suite": "lots", "model": str(cfg.model), "output_dir": str(out), "families": families,
+               "n_fit": len(next(iter(data.values()))[0]), "n_eval": len(next(iter(data.values()))[1]),
+               "deletion": str(s.deletion), "methods": results,
+               "lots": fits,
+               "fixed_k": fixed, "registry_scaling": scaling, "stream": stream}
+    write_json(out / "summary.json", summary)
+    rows = [{"method": m, "accuracy": 100 * results[m]["accuracy"], "tools kept": results[m]["tools_kept"],
+             "prompt tokens": results[m]["prompt_tokens"]} for m in methods]
+    fam_rows = [{"family": f, **{m: 100 * results[m]["by_family"][f] for m in methods},
+                 "K": fits[f]["k"], "LOTS space": ", ".join(fits[f]["space"])} for f in families]
+    (out / "table.md").write_text(
+        f"# LOTS on TGB: {cfg.model}\n\nAccuracy (%) macro-averaged over families (Table 1 style).\n\n"
+        + markdown_table(rows, ["method", "accuracy", "tools kept", "prompt tokens"], ".1f")
+        + "\n## Per family\n\n" + markdown_table(fam_rows, ["family", *methods, "K", "LOTS space"], ".1f"))
+    _plots(out, results, fixed, scaling, stream)
+    return summary
+
+
+def _fixed_k(lots: Lots, server: Server, data: dict, fits: dict, schemas: list, embed: Any,
+             ks: list[int], seed: int) -> dict[str, dict[int, float]]:
+    """Figure 9: every ranking deployed at the same K per family, macro accuracy on evaluation requests."""
+    names = server.registry.names
+    curves: dict[str, dict[int, float]] = {"lots": {}, "bm25": {}, "dense": {}, "random": {}}
+    for f, (fit_reqs, ev) in tqdm(data.items(), desc="fixed K"):
+        queries = [r.question for r in fit_reqs]
+        rankings = {"lots": fits[f]["scores"], "bm25": baselines.bm25_scores(schemas, queries),
+                    "dense": baselines.dense_scores(embed, schemas, queries)}
+        for k in ks:
+            k = min(k, len(names))
+            menus = {m: spaces.top_k(sc, k) for m, sc in rankings.items()}
+            menus["random"] = baselines.random_space(names, k, f"{seed}:{f}:fixed")
+            for m, menu in menus.items():
+                acc = server.accuracy(ev, menu, desc=f"{m} K={k}: {f}")
+                curves[m][k] = curves[m].get(k, 0.0) + acc / len(data)
+    return curves
+
+
+def _scaling(lots: Lots, data: dict, fits: dict, results: dict) -> dict[int, dict[str, float]]:
+    """Figure 21: Keep all against per-family LOTS spaces as synthetic distractors grow the registry."""
+    s = lots.s
+    out: dict[int, dict[str, float]] = {}
+    if "keep_all" in results and "lots" in results:
+        out[15] = {"keep_all": results["keep_all"]["accuracy"], "lots": results["lots"]["accuracy"],
+                   "tools_kept": results["lots"]["tools_kept"], "keep_all_tokens": results["keep_all"]["prompt_tokens"],
+                   "lots_tokens": results["lots"]["prompt_tokens"]}
+    for size in s.registry_sizes:
+        server = lots.server(int(size))
+        acc = {"keep_all": 0.0, "lots": 0.0, "tools_kept": 0.0, "keep_all_tokens": 0.0, "lots_tokens": 0.0}
+        for f, (fit_reqs, ev) in data.items():
+            fit = lots.fit(f, fit_reqs[: int(s.scaling_fit)], int(size), list(s.scaling_k_grid))
+            ev = ev[: int(s.scaling_eval)]
+            full = server.serve(ev, [server.registry.names] * len(ev), desc=f"keep all {size}: {f}")
+            fitted = server.serve(ev, [fit["space"]] * len(ev), desc=f"lots {size}: {f}")
+            n = len(data)
+            acc["keep_all"] += sum(r["correct"] for r in full) / max(1, len(full)) / n
+            acc["lots"] += sum(r["correct"] for r in fitted) / max(1, len(fitted)) / n
+            acc["tools_kept"] += len(fit["space"]) / n
+            acc["keep_all_tokens"] += sum(r["prompt_tokens"] for r in full) / max(1, len(full)) / n
+            acc["lots_tokens"] += sum(r["prompt_tokens"] for r in fitted) / max(1, len(fitted)) / n
+        out[int(size)] = acc
+    return out
+
+
+def _stream(lots: Lots, data: dict, fits: dict) -> dict[str, Any]:
+    """B.3 / Figure 4: a task's space updated batch by batch (EMA), explored under a serving cap, stored.
+
+    Each round serves `batch` fitting requests under the current space (the first under a random `cap` of
+    the registry), scores their exposed tools, folds them into the running scores, and reads accuracy on
+    the evaluation requests. Serving and scoring are cached, so a rerun replays the same stream.
+    """
+    st = lots.s.stream
+    server = lots.server(int(st.registry))
+    names = server.registry.names
+    result: dict[str, Any] = {}
+    for f, (fit_reqs, ev) in tqdm(data.items(), desc="stream"):
+        rng = random.Random(f"{lots.seed}:stream:{f}")
+        space = spaces.TaskSpace(f, fits[f]["k"], float(st.alpha))
+        ev = ev[: int(st.eval)]
+        curve, sizes = [], []
+        for i in range(int(st.rounds)):
+            batch = [fit_reqs[(i * int(st.batch) + j) % len(fit_reqs)] for j in range(int(st.batch))]
+            menus = [space.menu(names, rng, int(st.cap), float(st.epsilon)) for _ in batch]
+            rows = server.serve(batch, menus, desc=f"stream {f} round {i}")
+            space.update(lots.score_rows(server, rows, batch, f"stream {f} score"))
+            curve.append(server.accuracy(ev, space.tools, desc=f"stream {f} eval"))
+            sizes.append(len(space.tools))
+        space.save(lots.out / "spaces" / "stream")
+        result[f] = {"accuracy": curve, "space_size": sizes, "space": space.tools, "k": space.k}
+    return result
+
+
+def _plots(out: Path, results: dict, fixed: dict, scaling: dict, stream: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if fixed:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for m, curve in fixed.items():
+            ks = sorted(curve)
+            ax.plot(ks, [100 * curve[k] for k in ks], marker="o", label=m)
+        if "keep_all" in results:
+            ax.axhline(100 * results["keep_all"]["accuracy"], ls=":", c="k", label="keep all")
+        ax.set(xlabel="budget K (tools per family)", ylabel="accuracy (%)", title="TGB: accuracy vs K")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "accuracy_vs_k.png", dpi=120)
+        plt.close(fig)
+    if stream:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for f, st in stream.items():
+            ax.plot(range(1, len(st["accuracy"]) + 1), [100 * a for a in st["accuracy"]], marker=".", label=f)
+        ax.set(xlabel="update (batch)", ylabel="accuracy (%)", title="TGB: space updates under a serving cap")
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        fig.savefig(out / "stream_updates.png", dpi=120)
+        plt.close(fig)
+    if scaling:
+        sizes = sorted(scaling)
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.plot(sizes, [100 * scaling[n]["keep_all"] for n in sizes], marker="o", label="keep all")
+        ax.plot(sizes, [100 * scaling[n]["lots"] for n in sizes], marker="o", label="LOTS space")
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="registry size (tools)", ylabel="accuracy (%)", title="TGB: accuracy vs registry size")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "accuracy_vs_registry.png", dpi=120)
+        plt.close(fig)
