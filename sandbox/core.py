@@ -8,6 +8,7 @@ directory + rlimits + a network namespace where the kernel allows it. See docs/s
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import threading
@@ -149,6 +150,10 @@ class Sandbox:
         calls = list(calls)
         if not calls:
             return []
+        try:
+            json.dumps(calls, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"call arguments must be JSON data (they travel as JSON, never as source): {exc}") from exc
         limits = limits or Limits()
         for attempt in range(2):
             try:
