@@ -264,3 +264,27 @@ def test_smith_grade_console_script(tmp_path):
     report = json.loads(out.stdout)
     assert (report["k"], report["correct"], report["r_eval"]) == (4, 4, 1.0)
     assert list((tmp_path / ".cache" / "smith" / "rg_items").glob("spell_backward-hard-seed0-*.jsonl"))
+
+
+def test_evaluator_transcript_renders_with_the_real_qwen3_template(hard, sandbox, tiny_model_dir):
+    """The messages the model evaluator builds (assistant tool_calls, tool replies) are what the Qwen3 chat
+    template expects: the rendered prompt shows the call and the tool's output where the model will look."""
+    from transformers import AutoTokenizer
+
+    convs = []
+
+    def recorder(conv):
+        convs.append([dict(m) for m in conv])
+        return caller(conv)
+
+    evaluate_with_model(REFERENCE_SPEC, hard[:1], ScriptedEvaluator(recorder), sandbox, LIMITS)
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    text = tok.apply_chat_template(
+        convs[-1], tools=[REFERENCE_SPEC.openai_tool()], tokenize=False, add_generation_prompt=True
+    )
+    assert '"name": "solve"' in text and hard[0].question in text
+    assert (
+        f'<tool_call>\n{{"name": "solve", "arguments": {{"question": {json.dumps(hard[0].question)}}}}}\n</tool_call>'
+        in text
+    )
+    assert f"<tool_response>\n{hard[0].answer}\n</tool_response>" in text
