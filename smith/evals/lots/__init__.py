@@ -131,7 +131,8 @@ def _summarise(rows_by_family: dict[str, list[dict[str, Any]]], kept: dict[str, 
             "n": len(all_rows)}
 
 
-def run(cfg: DictConfig) -> dict:
+def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
+    """Run the suite; `agent` replaces the one `cfg.model` names (tests pass a scripted ChatBackend)."""
     s = cfg.suite
     out = output_dir(cfg)
     families = list(s.families)
@@ -142,7 +143,7 @@ def run(cfg: DictConfig) -> dict:
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise SystemExit(f"error: unknown methods {bad}; known: {', '.join(METHODS)}")
-    lots = Lots(cfg, out, make_agent(str(cfg.model), cfg), make_scorer(cfg))
+    lots = Lots(cfg, out, agent or make_agent(str(cfg.model), cfg), make_scorer(cfg))
     seed = lots.seed
     data = _split(cfg, families, int(s.n_fit), int(s.n_eval), seed)
     server = lots.server(15)

@@ -98,7 +98,7 @@ class GoldAgent:
             text = "I cannot determine this from the available tools."
             if chain and chain[-1] in it.outputs and tgb.numbers(it.outputs[chain[-1]]) \
                     and not re.match(r"\w+Error:", it.outputs[chain[-1]]):
-                text = f"{tgb.numbers(it.outputs[chain[-1]])[-1]:g}"
+                text = tgb.fmt(tgb.numbers(it.outputs[chain[-1]])[-1])
             elif it.request.family in tgb.CONTROL_FAMILIES:
                 solved = tgb.solve_without_tools(it.request.question)
                 text = text if solved is None else tgb.fmt(solved)

@@ -1,0 +1,98 @@
+"""`eval.py suite=lots` end to end on the tiny scorer: the scripted gold agent as a harness check, a
+scripted ChatBackend as the LLM (answers and router), resumable logs, summary, traces and plots."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+from smith.config import compose
+from smith.evals import lots
+from smith.evals.lots.serving import ChatAgent
+from smith.models.base import Generation
+
+SMALL = ["limit=2", "suite.families=[fx_settle,no_tool]", "suite.registry_sizes=[]", "suite.fixed_k=[2]",
+         "suite.methods=[no_tools,keep_all,random,bm25,llm_router,beam_search,tto,lots]",
+         "suite.stream.rounds=1", "suite.stream.registry=30", "suite.stream.cap=4", "suite.stream.batch=2",
+         "suite.stream.eval=2"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _cfg(tmp_path, tiny_model_dir, model: str, extra: list[str] = ()):
+    return compose("eval", [f"model={model}", "suite=lots", f"output_dir={tmp_path}",
+                            f"suite.scorer={tiny_model_dir}", *SMALL, *extra], ("suite",))
+
+
+def _lines(path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_scripted_gold_harness_check_and_resume(tmp_path, tiny_model_dir):
+    summary = lots.run(_cfg(tmp_path, tiny_model_dir, "scripted:gold"))
+    m = summary["methods"]
+    assert m["keep_all"]["accuracy"] == 1.0  # the gold chain is served: the harness answers everything
+    assert m["no_tools"]["by_family"] == {"fx_settle": 0.0, "no_tool": 1.0}
+    assert m["llm_router"]["by_family"]["fx_settle"] == 1.0 and m["llm_router"]["tools_kept"] == 1.5
+    for f, fit in summary["lots"].items():
+        assert set(fit["scores"]) == set(m["keep_all"]["spaces"][f])  # every served tool was scored
+        assert fit["k"] == min(k for k, a in fit["fit_accuracy"].items() if a == max(fit["fit_accuracy"].values()))
+        assert len(fit["space"]) == fit["k"]
+    # the budget choice reads fitting accuracy: a gold-agent space contains the fx_settle chain
+    assert {"DocRetrieve", "ExchangeRate", "Calculator"} <= set(summary["lots"]["fx_settle"]["space"])
+    assert m["lots"]["accuracy"] == 1.0
+    assert m["lots"]["prompt_tokens"] <= m["keep_all"]["prompt_tokens"]
+    assert m["tto"]["spaces"]["fx_settle"] == [] and m["beam_search"]["spaces"]["fx_settle"] == []  # B.1
+    out = tmp_path
+    for name in ("summary.json", "table.md", "accuracy_vs_k.png", "stream_updates.png", "traces/lots.jsonl",
+                 "spaces/registry-15/fx_settle.json", "spaces/stream/no_tool.json"):
+        assert (out / name).is_file(), name
+    assert re.search(r"\| lots \| 100\.0 \|", (out / "table.md").read_text())
+    row = json.loads((out / "traces" / "keep_all.jsonl").read_text().splitlines()[0])
+    assert {"request", "menu", "answer", "correct", "prompt_tokens"} <= set(row)
+    serves, scores = _lines(out / "serves.jsonl"), _lines(out / "scores.jsonl")
+    again = lots.run(_cfg(tmp_path, tiny_model_dir, "scripted:gold"))  # resumes: nothing is served or scored twice
+    assert (_lines(out / "serves.jsonl"), _lines(out / "scores.jsonl")) == (serves, scores)
+    assert again["methods"] == summary["methods"]
+
+
+class ScriptedChat:
+    """A ChatBackend double (LLM text only): routes to Calculator-ish tools, answers with the last number."""
+
+    name = "scripted-chat"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def chat(self, conversations, tools=None, params=None):
+        self.calls += len(conversations)
+        outs = []
+        for conv in conversations:
+            if conv[0]["content"].startswith("Choose the tools"):
+                outs.append(Generation("DocRetrieve, ExchangeRate and Calculator", prompt_tokens=50))
+                continue
+            calc = re.search(r"^Calculator: (\S+)$", conv[-1]["content"], re.M)
+            outs.append(Generation(f"The answer is {calc[1] if calc else 'unknown'}.", prompt_tokens=0))
+        return outs
+
+
+def test_llm_agent_path_with_a_scripted_backend(tmp_path, tiny_model_dir):
+    chat = ScriptedChat()
+    cfg = _cfg(tmp_path, tiny_model_dir, "scripted:gold", ["suite.methods=[keep_all,llm_router,lots]",
+                                                            "suite.fixed_k=[]", "suite.stream.rounds=0"])
+    summary = lots.run(cfg, agent=ChatAgent(chat))
+    m = summary["methods"]
+    assert chat.calls > 0
+    assert m["keep_all"]["by_family"] == {"fx_settle": 1.0, "no_tool": 0.0}
+    assert m["llm_router"]["tools_kept"] == 3.0 and m["llm_router"]["selection_prompt_tokens"] == 50
+    assert m["llm_router"]["by_family"]["fx_settle"] == 1.0
+    assert m["keep_all"]["prompt_tokens"] > 0  # counted with the scorer's tokenizer when the backend gives none
