@@ -34,6 +34,10 @@ class BadRequest(Exception):
         self.status = status
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
 async def _json_body(request: Request) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
@@ -44,7 +48,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
         if len(body) > MAX_BODY_BYTES:
             raise BadRequest(f"body must be at most {MAX_BODY_BYTES} bytes", 413)
     try:
-        data = json.loads(body)
+        data = json.loads(body, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
@@ -128,8 +132,8 @@ def create_app(sandbox: Sandbox) -> Starlette:
 
 def fusion_response(result: Result) -> dict[str, Any]:
     """Map a program's Result to SandboxFusion's RunCodeResponse."""
-    if result.status == "ok":
-        code = int(result.value)
+    if result.status == "ok" and isinstance(result.value, int) and not isinstance(result.value, bool):
+        code = result.value
         run_status, overall, message = "Finished", ("Success" if code == 0 else "Failed"), ""
     elif result.status == "timeout":
         code, run_status, overall, message = None, "TimeLimitExceeded", "Failed", result.error or ""

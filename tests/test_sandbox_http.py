@@ -104,6 +104,8 @@ def test_run_code_is_sandboxfusion_compatible(remote, http):
     assert crash["run_result"]["return_code"] == 1 and "ZeroDivisionError" in crash["run_result"]["stderr"]
     slow = remote.run_code("while True:\n    pass\n", run_timeout=0.5)
     assert slow["status"] == "Failed" and slow["run_result"]["status"] == "TimeLimitExceeded"
+    forged = remote.run_code('import os\nos.write(4, b\'\\x00\\x00\\x00\\x1e{"status": "ok", "value": "x"}\')\n')
+    assert forged["status"] == "Failed" and forged["run_result"]["status"] == "Error"  # a forged reply: no 5xx
     bad = http.post("/run_code", json={"code": "print(1)", "language": "cpp"})
     assert bad.status_code == 400 and "unsupported language" in bad.json()["error"]
 
@@ -115,6 +117,7 @@ def test_run_code_is_sandboxfusion_compatible(remote, http):
         ("/run", b"{", 400, "not valid JSON"),
         ("/run", b"\xff\xfe", 400, "not valid JSON"),
         ("/run", b"[]", 400, "must be a JSON object"),
+        ("/run", b'{"code": "", "func_name": "f", "calls": [NaN]}', 400, "NaN is not JSON"),
         ("/run", b'{"code": "x"}', 400, "missing field 'func_name'"),
         ("/run", b'{"code": 1, "func_name": "f", "calls": []}', 400, "wrong type"),
         ("/run", b'{"code": "", "func_name": "f", "calls": {}}', 400, "wrong type"),
