@@ -100,28 +100,29 @@ def test_cli_run_then_resume(tiny_model_dir, tmp_path):
     assert (run / "step-2").is_symlink()
     row = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
     assert {"rewards/format/mean", "rewards/evaluation/mean", "rewards/judge/mean", "rewards/use/mean"} <= set(row)
-    _train_cli(*base, "max_steps=5", f"resume={run}")
+    proc = _train_cli(*base, "max_steps=5", f"resume={run}")
+    assert "resuming" in proc.stdout and "from checkpoint-2" in proc.stdout
     steps = _steps(run)
-    assert steps[-2:] == [4, 5] and 3 in steps  # resumed from checkpoint-2; step 3 replayed, then 4 and 5
+    assert steps[:3] == [1, 2, 3] and steps[-3:] == [3, 4, 5]  # step 3 replayed from checkpoint-2, then 4, 5
     assert (run / "checkpoint-4" / "smith_checkpoint.json").exists()
 
 
 def test_kill_9_then_resume_keeps_pool_and_step(tiny_model_dir, tmp_path):
     run = tmp_path / "run"
-    base = [*overrides(tiny_model_dir, tmp_path), "max_steps=8", "save_every=2"]
+    base = [*overrides(tiny_model_dir, tmp_path), "max_steps=4", "save_every=2"]
     proc = _train_cli(*base, f"output_dir={run}", wait=False)
-    marker = run / "checkpoint-4" / "smith_checkpoint.json"
+    marker = run / "checkpoint-2" / "smith_checkpoint.json"
     deadline = time.time() + 400
     while not marker.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    assert marker.exists(), proc.stdout.read() if proc.poll() is not None else "no checkpoint-4 in time"
+    assert marker.exists(), proc.stdout.read() if proc.poll() is not None else "no checkpoint-2 in time"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    saved = json.loads((run / "checkpoint-4" / "tool_pool.json").read_text())
+    saved = json.loads((run / "checkpoint-2" / "tool_pool.json").read_text())
     assert saved["entries"], "the scripted policy writes working tools: the pool must not be empty"
     _train_cli(*base, f"resume={run}")
-    final = json.loads((run / "checkpoint-8" / "smith_checkpoint.json").read_text())
-    assert final["step"] == 8
+    final = json.loads((run / "checkpoint-4" / "smith_checkpoint.json").read_text())
+    assert final["step"] == 4 and _steps(run)[-1] == 4
     pool = json.loads((run / "tool_pool.json").read_text())
     codes = {e["code"] for e in pool["entries"]}
     assert {e["code"] for e in saved["entries"]} <= codes  # nothing lost from the checkpointed pool

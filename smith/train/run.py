@@ -99,6 +99,7 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
         epsilon_high=float(d.epsilon_high),
         loss_type=str(d.loss_type),
         mask_truncated_completions=bool(d.mask_truncated_completions),
+        gradient_checkpointing=bool(d.gradient_checkpointing),
         learning_rate=float(d.learning_rate),
         warmup_steps=int(d.warmup_steps),
         lr_scheduler_type="constant_with_warmup",

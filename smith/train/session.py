@@ -197,5 +197,6 @@ def rollout_settings(cfg: DictConfig, run_dir: Path) -> RolloutSettings:
         evaluator=str(cfg.evaluator.kind),
         judge=str(cfg.judge.kind),
         evaluator_max_turns=int(cfg.evaluator.max_turns),
+        judge_max_new_tokens=int(cfg.judge.max_new_tokens),
         source_run=run_dir.name,
     )
