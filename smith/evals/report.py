@@ -110,6 +110,8 @@ def plot_curves(rows: list[dict[str, Any]], title: str, path: Path) -> Path | No
     keys += [k for k in ("use/correct",) if any(k in r for r in rows)]
     if not keys:
         return None
+    from matplotlib.ticker import MaxNLocator
+
     plt = _plt()
     fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 2.8), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):
@@ -117,6 +119,7 @@ def plot_curves(rows: list[dict[str, Any]], title: str, path: Path) -> Path | No
         ax.plot(steps, values, marker="o", ms=3)
         ax.set_title(key, fontsize=9)
         ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -132,8 +135,13 @@ def plot_pool(growth: dict[str, tuple[list[float], list[float]]], title: str, pa
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
     for cat, (steps, values) in sorted(growth.items()):
         ax.plot(steps, values, marker="o", ms=3, label=cat)
+    from matplotlib.ticker import MaxNLocator
+
     ax.set_xlabel("step")
     ax.set_ylabel("tools in pool")
+    ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()

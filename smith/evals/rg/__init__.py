@@ -128,11 +128,13 @@ def run(cfg: DictConfig) -> dict:
             writer = user if writer_spec == str(cfg.model) else load_backend(writer_spec, cfg)
             build_params = SamplingParams(max_new_tokens=int(s.build_max_new_tokens), temperature=float(s.temperature),
                                           top_p=float(s.top_p), seed=int(cfg.seed))
-            examples = {c: items(c, "easy", int(s.n_examples), int(s.seed), cache, catalog) for c in missing}
-            for cat, result in build_tools(writer, examples, build_params).items():
-                row = toolsrc.built_row(result, writer_spec)
-                tools_log.add(row)
-                tool_rows[cat] = row
+            for start in tqdm(range(0, len(missing), int(s.batch_size)), desc="rg build tools", unit="batch"):
+                chunk = missing[start : start + int(s.batch_size)]
+                examples = {c: items(c, "easy", int(s.n_examples), int(s.seed), cache, catalog) for c in chunk}
+                for cat, result in build_tools(writer, examples, build_params).items():
+                    row = toolsrc.built_row(result, writer_spec)
+                    tools_log.add(row)
+                    tool_rows[cat] = row
         menus_tools = {c: e for c, e in ((c, toolsrc.entry_of(r)) for c, r in tool_rows.items()) if e is not None}
 
     groups = {c.name: c.group for c in cats}

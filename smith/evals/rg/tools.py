@@ -46,8 +46,8 @@ def entry_of(row: dict[str, Any]) -> PoolEntry | None:
     """A logged tool row as a PoolEntry (what the executor runs), or None when building it failed."""
     if not row.get("ok"):
         return None
-    return PoolEntry(row["category"], row["code"], row["schema"], row["function_name"], float(row.get("pool_r_eval")
-                                                                                            or 0.0))
+    r_eval = float(row.get("pool_r_eval") or 0.0)
+    return PoolEntry(row["category"], row["code"], row["schema"], row["function_name"], r_eval)
 
 
 def menu(
