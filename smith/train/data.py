@@ -23,7 +23,7 @@ class TaskSource:
     k_heldout: int
     seed: int
     cache_dir: str | None
-    bank_size: int = 200
+    bank_size: int = 64
     band_examples: str = "easy"
     band_heldout: str = "hard"
 
@@ -31,9 +31,16 @@ class TaskSource:
         self._banks: dict[tuple[str, str], list[Any]] = {}
 
     def bank(self, category: str, band: str) -> list[Any]:
+        """Up to `bank_size` items; narrow bands (few distinct questions) give what they have, at least K+1."""
         key = (category, band)
-        if key not in self._banks:
-            self._banks[key] = items(category, band, self.bank_size, seed=self.seed, cache_dir=self.cache_dir)
+        size = self.bank_size
+        while key not in self._banks:
+            try:
+                self._banks[key] = items(category, band, size, seed=self.seed, cache_dir=self.cache_dir)
+            except ValueError:
+                if size <= self.k_heldout + 1:
+                    raise
+                size = max(size // 2, self.k_heldout + 1)
         return self._banks[key]
 
     def task(self, key: str) -> BuildTask | UseTask:

@@ -164,8 +164,8 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     if unknown:
         raise SystemExit(f"error: tasks.categories has unknown categories {unknown}; known: {catalog.names}")
     source = TaskSource(seen, int(cfg.build.n_examples), int(cfg.build.k_heldout), int(cfg.tasks.seed),
-                        str(cfg.tasks.cache_dir), band_examples=str(cfg.build.band_examples),
-                        band_heldout=str(cfg.build.band_heldout))
+                        str(cfg.tasks.cache_dir), bank_size=int(cfg.tasks.bank_size),
+                        band_examples=str(cfg.build.band_examples), band_heldout=str(cfg.build.band_heldout))
     pool = ToolPool(int(cfg.pool.cap_per_category), groups={c.name: c.group for c in catalog.categories})
     policy = HFBackend(model, tok, name=model_path)
     copy = policy.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
