@@ -9,6 +9,7 @@ and the synced copy. Only `_calculate_rewards` and `_generate_and_score_completi
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 from collections import Counter
@@ -16,6 +17,9 @@ from typing import Any
 
 import torch
 from trl import GRPOTrainer
+
+# smith uses rollout_func on purpose (DESIGN.md section 3); the pinned trl marks it experimental
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from smith.rollout.episodes import AXES, Rollout
 from smith.train.advantages import per_axis_advantages
