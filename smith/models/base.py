@@ -52,6 +52,37 @@ class ChatBackend(Protocol):
     ) -> list[Generation]: ...
 
 
+class TokenBackend:
+    """Shared half of the backends that generate from token ids (hf, vllm, scripted, TRL's vLLM): the chat
+    template renders a conversation, `continue_ids` (the subclass) generates from the ids."""
+
+    tokenizer: Any
+    chat_template_kwargs: dict[str, Any] = {}  # noqa: RUF012  (read-only default; instances may set their own)
+
+    def render(self, conversation: list[Message], tools: list[Tool] | None = None) -> list[int]:
+        """The exact prompt ids: the tokenizer's chat template with `tools`, ending in the assistant header."""
+        enc = self.tokenizer.apply_chat_template(conversation, tools=tools or None, add_generation_prompt=True,
+                                                 tokenize=True, return_dict=True, **self.chat_template_kwargs)
+        return list(enc["input_ids"])
+
+    def continue_ids(self, prompts: Any, params: SamplingParams | None = None, **kwargs: Any) -> list[Generation]:
+        raise NotImplementedError
+
+    def chat(
+        self,
+        conversations: list[list[Message]],
+        tools: list[list[Tool] | None] | None = None,
+        params: SamplingParams | None = None,
+        **kwargs: Any,
+    ) -> list[Generation]:
+        if tools is not None and len(tools) != len(conversations):
+            raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
+                             "conversation (None for no tools)")
+        tools = tools or [None] * len(conversations)
+        prompts = [self.render(c, t) for c, t in zip(conversations, tools, strict=True)]
+        return self.continue_ids(prompts, params, **kwargs)
+
+
 @dataclass
 class ToolCall:
     name: str

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from smith.models.base import Generation, Message, SamplingParams, Tool
+from smith.models.base import Generation, SamplingParams, TokenBackend
 
 
 class _Active:
@@ -64,7 +64,7 @@ def _sample(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator) 
     return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
 
 
-class HFBackend:
+class HFBackend(TokenBackend):
     """`ChatBackend` over a transformers causal LM and its tokenizer (the live objects, not copies)."""
 
     def __init__(
@@ -116,33 +116,6 @@ class HFBackend:
                          batch_size=self.batch_size, adapter=adapter, chat_template_kwargs=self.chat_template_kwargs)
         view.eos_ids, view.pad_id = self.eos_ids, self.pad_id
         return view
-
-    # -- prompts -------------------------------------------------------------------------------------------
-
-    def render(self, conversation: list[Message], tools: list[Tool] | None = None) -> list[int]:
-        """The exact prompt ids: the tokenizer's chat template with `tools`, ending in the assistant header."""
-        enc = self.tokenizer.apply_chat_template(
-            conversation, tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=True,
-            **self.chat_template_kwargs,
-        )
-        return list(enc["input_ids"])
-
-    # -- generation ----------------------------------------------------------------------------------------
-
-    def chat(
-        self,
-        conversations: list[list[Message]],
-        tools: list[list[Tool] | None] | None = None,
-        params: SamplingParams | None = None,
-        *,
-        adapter: Any = ACTIVE,
-    ) -> list[Generation]:
-        if tools is not None and len(tools) != len(conversations):
-            raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
-                             "conversation (None for no tools)")
-        tools = tools or [None] * len(conversations)
-        prompts = [self.render(c, t) for c, t in zip(conversations, tools, strict=True)]
-        return self.continue_ids(prompts, params, adapter=adapter)
 
     def continue_ids(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None, *, adapter: Any = ACTIVE

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from smith.models.base import Generation, Message, SamplingParams, Tool
+from smith.models.base import Generation, SamplingParams, TokenBackend
 
 Script = Callable[[str], str]  # decoded prompt so far -> the next assistant text (without end-of-turn)
 
 
-class ScriptedBackend:
+class ScriptedBackend(TokenBackend):
     """Implements `chat`, `render`, `continue_ids` like HFBackend, with `script` choosing the text."""
 
     def __init__(self, tokenizer: Any, script: Script, name: str = "scripted") -> None:
@@ -22,11 +22,6 @@ class ScriptedBackend:
         self.script = script
         self.name = name
         self.calls: list[str] = []
-
-    def render(self, conversation: list[Message], tools: list[Tool] | None = None) -> list[int]:
-        enc = self.tokenizer.apply_chat_template(conversation, tools=tools or None, add_generation_prompt=True,
-                                                 tokenize=True, return_dict=True)
-        return list(enc["input_ids"])
 
     def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
                      **_: Any) -> list[Generation]:
@@ -44,8 +39,3 @@ class ScriptedBackend:
                                   completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish,
                                   prompt_tokens=len(p), completion_tokens=len(ids)))
         return out
-
-    def chat(self, conversations: list[list[Message]], tools: list[list[Tool] | None] | None = None,
-             params: SamplingParams | None = None, **_: Any) -> list[Generation]:
-        tools = tools or [None] * len(conversations)
-        return self.continue_ids([self.render(c, t) for c, t in zip(conversations, tools, strict=True)], params)

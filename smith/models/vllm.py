@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from smith.models.base import Generation, Message, SamplingParams, Tool
+from smith.models.base import Generation, SamplingParams, TokenBackend
 from smith.models.hf import ACTIVE, eos_ids_of
 
 
@@ -35,7 +35,7 @@ def _lora_rank(path: str) -> int:
     return int(json.loads((Path(path) / "adapter_config.json").read_text()).get("r", 0))
 
 
-class VLLMBackend:
+class VLLMBackend(TokenBackend):
     """ChatBackend over `vllm.LLM`. `adapters` maps names to LoRA dirs; `add_adapter` registers more later
     (e.g. a frozen evaluator snapshot). `default_adapter` is used when a call names none (None: base)."""
 
@@ -86,27 +86,6 @@ class VLLMBackend:
         view.__dict__.update(self.__dict__)
         view.adapter, view.name = adapter, name or f"{self.name}:{adapter or 'base'}"
         return view
-
-    def render(self, conversation: list[Message], tools: list[Tool] | None = None) -> list[int]:
-        """The same prompt ids as HFBackend.render: chat template with tools, assistant header appended."""
-        enc = self.tokenizer.apply_chat_template(conversation, tools=tools or None, add_generation_prompt=True,
-                                                 tokenize=True, return_dict=True)
-        return list(enc["input_ids"])
-
-    def chat(
-        self,
-        conversations: list[list[Message]],
-        tools: list[list[Tool] | None] | None = None,
-        params: SamplingParams | None = None,
-        *,
-        adapter: Any = ACTIVE,
-    ) -> list[Generation]:
-        if tools is not None and len(tools) != len(conversations):
-            raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
-                             "conversation (None for no tools)")
-        tools = tools or [None] * len(conversations)
-        prompts = [self.render(c, t) for c, t in zip(conversations, tools, strict=True)]
-        return self.continue_ids(prompts, params, adapter=adapter)
 
     def continue_ids(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None, *, adapter: Any = ACTIVE

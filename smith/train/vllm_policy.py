@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from smith.models.base import Generation, SamplingParams
+from smith.models.base import Generation, SamplingParams, TokenBackend
 
 
-class TRLVLLMPolicy:
+class TRLVLLMPolicy(TokenBackend):
     """`render` / `continue_ids` / `tokenizer` over `trainer.vllm_generation` (one call per turn on every rank)."""
 
     def __init__(self, trainer: Any, tokenizer: Any) -> None:
@@ -20,11 +20,6 @@ class TRLVLLMPolicy:
         self.tokenizer = tokenizer
         self.name = "trl-vllm"
         self.eos_ids = {tokenizer.eos_token_id, tokenizer.pad_token_id}
-
-    def render(self, conversation: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
-        enc = self.tokenizer.apply_chat_template(conversation, tools=tools or None, add_generation_prompt=True,
-                                                 tokenize=True, return_dict=True)
-        return list(enc["input_ids"])
 
     def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None) -> list[Generation]:
         params = params or SamplingParams()
