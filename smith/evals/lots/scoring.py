@@ -39,7 +39,7 @@ class LikelihoodScorer:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.batch_size = batch_size
-        self.pad_slack = 1.1  # a suffix joins a padded batch while the batch costs at most 10% more tokens
+        self.pad_slack = 1.2  # a suffix joins a padded batch while the batch costs at most 20% more tokens
         self.device = next(model.parameters()).device
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
@@ -79,6 +79,43 @@ class LikelihoodScorer:
             raise ValueError("the context is empty; a scored answer needs at least one context token")
         return ids, start
 
+    def encode_many(self, contexts: list[list[Message]], answer: str) -> list[tuple[list[int], int]]:
+        """`encode` for contexts that differ only in their last message, sharing the work between them.
+
+        The template is rendered once around a sentinel, and the texts are tokenised line by line with a
+        cache over identical lines. Both shortcuts are checked against `encode` on the first context and
+        dropped when they disagree (a template that edits content, a tokeniser that merges across lines)."""
+        reference = self.encode(contexts[0], answer)
+        texts = self._render_many(contexts)
+        cache: dict[str, list[int]] = {}
+
+        def by_lines(text: str) -> list[int]:
+            ids: list[int] = []
+            for line in text.splitlines(keepends=True):
+                if line not in cache:
+                    cache[line] = self.tokenizer(line, add_special_tokens=False)["input_ids"]
+                ids.extend(cache[line])
+            return ids
+
+        if texts is not None and texts[0].endswith("\n") and "\n" not in answer:
+            first = by_lines(texts[0])
+            if (first + by_lines(answer), len(first)) == reference:
+                tail = by_lines(answer)
+                return [reference] + [(ids + tail, len(ids)) for ids in map(by_lines, texts[1:])]
+        return [reference] + [self.encode(c, answer) for c in contexts[1:]]
+
+    def _render_many(self, contexts: list[list[Message]]) -> list[str] | None:
+        head = contexts[0]
+        if any(len(c) != len(head) or c[:-1] != head[:-1] or c[-1].keys() != head[-1].keys() for c in contexts):
+            return None
+        sentinel = "\x00smith-lots\x00"
+        template = self.render([*head[:-1], {**head[-1], "content": sentinel}])
+        if template.count(sentinel) != 1:
+            return None
+        pre, post = template.split(sentinel)
+        texts = [pre + c[-1]["content"] + post for c in contexts]
+        return texts if texts[0] == self.render(head) else None
+
     # ------------------------------------------------------------------ likelihoods
     @torch.no_grad()
     def mean_loglik(self, messages: list[Message], answer: str) -> float:
@@ -96,7 +133,7 @@ class LikelihoodScorer:
         batches while padding stays cheap. `shared_prefix=False` gives independent full passes."""
         if not shared_prefix:
             return [self.mean_loglik(c, answer) for c in contexts]
-        encoded = [self.encode(c, answer) for c in contexts]
+        encoded = self.encode_many(contexts, answer)
         first, first_start = encoded[0]
         out = self._decoder()(input_ids=torch.tensor([first], device=self.device), use_cache=True)
         kv = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
