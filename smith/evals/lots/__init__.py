@@ -204,12 +204,13 @@ def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
     fixed = _fixed_k(lots, server, data, fits, schemas, embed, list(s.fixed_k), seed) if s.fixed_k else {}
     scaling = _scaling(lots, data, fits, results) if s.registry_sizes else {}
     stream = _stream(lots, data, fits) if s.stream.rounds else {}
+    pool = _pool(lots) if s.pool.path else {}
 
     summary = {"suite": "lots", "model": str(cfg.model), "output_dir": str(out), "families": families,
                "n_fit": len(next(iter(data.values()))[0]), "n_eval": len(next(iter(data.values()))[1]),
                "deletion": str(s.deletion), "methods": results,
                "lots": fits,
-               "fixed_k": fixed, "registry_scaling": scaling, "stream": stream}
+               "fixed_k": fixed, "registry_scaling": scaling, "stream": stream, "pool": pool}
     write_json(out / "summary.json", summary)
     rows = [{"method": m, "accuracy": 100 * results[m]["accuracy"], "tools kept": results[m]["tools_kept"],
              "prompt tokens": results[m]["prompt_tokens"]} for m in methods]
@@ -294,6 +295,31 @@ def _stream(lots: Lots, data: dict, fits: dict) -> dict[str, Any]:
         space.save(lots.out / "spaces" / "stream")
         result[f] = {"accuracy": curve, "space_size": sizes, "space": space.tools, "k": space.k}
     return result
+
+
+def _pool(lots: Lots) -> dict[str, Any]:
+    """LOTS over a trained tool pool: a space per category against serving the whole pool (`pool.py`)."""
+    from sandbox import Sandbox
+    from smith.evals.lots.pool import fit_pool_space
+    from smith.pool.pool import ToolPool
+    from smith.tasks import items, score
+
+    p = lots.s.pool
+    if not isinstance(lots.agent, ChatAgent):
+        raise SystemExit("error: suite.pool needs a model that reads tool outputs; scripted agents only know TGB")
+    tool_pool = ToolPool.load(str(p.path))
+    categories = list(p.categories or tool_pool.categories())
+    limit = lots.cfg.get("limit")
+    n_fit, n_eval = (min(int(p.n_fit), int(limit)), min(int(p.n_eval), int(limit))) if limit else \
+        (int(p.n_fit), int(p.n_eval))
+    out = {}
+    with Sandbox(isolation=str(p.isolation)) as sb:
+        for cat in tqdm(categories, desc="pool"):
+            qs = items(cat, "hard", n_fit + n_eval, lots.seed)
+            out[cat] = fit_pool_space(lots.agent, lots.scorer, tool_pool, cat, qs[:n_fit], qs[n_fit:], sb,
+                                      grade=lambda answer, item, cat=cat: score(cat, answer, item))
+    write_json(lots.out / "pool.json", out)
+    return out
 
 
 def _plots(out: Path, results: dict, fixed: dict, scaling: dict, stream: dict) -> None:
