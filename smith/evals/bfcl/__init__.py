@@ -127,10 +127,11 @@ def run(cfg: DictConfig) -> dict:
             raise ValueError(f"suite bfcl has no scripted agents ({spec}); serve one and pass openai:<url>#<name>")
         else:
             from smith.models import load_backend
-            from smith.models.serve import running
+            from smith.models.serve import build_app, running_app
 
             served = str(s.served_name)
-            base_url = stack.enter_context(running(load_backend(spec, cfg), port=int(s.port), name=served))
+            app = build_app(load_backend(spec, cfg), served, int(s.max_tokens))
+            base_url = stack.enter_context(running_app(app, port=int(s.port))) + "/v1"
         env = {**os.environ, "BFCL_PROJECT_ROOT": str(root), "OPENAI_BASE_URL": base_url,
                "OPENAI_API_KEY": str(s.get("api_key") or os.environ.get("OPENAI_API_KEY") or "EMPTY"),
                "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
