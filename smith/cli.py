@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve-pool", help="serve a run's tool pool over MCP (stdio)")
     s.add_argument("source", help="a run directory or a pool file")
     s.add_argument("--retrieve", action="store_true", help="expose a search tool over a large pool")
+    s.add_argument("--scorer", default="minilm", choices=["bm25", "minilm"], help="retrieval scorer for --retrieve")
     s.add_argument("--isolation", default="strict", choices=["strict", "process"])
     s.set_defaults(func=_serve_pool)
 

@@ -62,7 +62,7 @@ def test_save_load_identical_and_atomic(tmp_path):
     pool = ToolPool(cap_per_category=3, groups={"gcd": "Arithmetic"})
     pool.admit(entry("gcd", r_eval=0.5, r_judge=0.8, step=3))
     pool.admit(entry("count_bits", "return str(bin(int(question)).count('1'))", r_eval=1.0))
-    path = pool.save(tmp_path / "run")  # a directory: the pool file goes inside
+    pool.save(tmp_path / "run")  # a directory: the pool file goes inside
     again = ToolPool.load(tmp_path / "run")
     assert again.to_json() == pool.to_json()
     assert not list((tmp_path / "run").glob(".*tmp"))
@@ -136,3 +136,31 @@ def test_serve_pool_over_mcp_stdio(tmp_path):
     assert not ok.is_error and ok.content[0].text == "htims"
     assert bad.is_error and "ValueError" in bad.content[0].text and "broken tool" in bad.content[0].text
     assert missing.is_error and "unknown tool" in missing.content[0].text
+
+
+def test_serve_pool_retrieve_exposes_search(tmp_path):
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    pool = ToolPool()
+    pool.admit(entry("spell_backward", "return question[::-1]", r_eval=1.0))
+    pool.admit(PoolEntry("lcm", "def lcm_tool(question: str) -> str:\n    return '6'\n",
+                         {**SCHEMA, "name": "lcm_tool", "description": "least common multiple of integers"},
+                         "lcm_tool", 1.0))
+    path = pool.save(tmp_path / "pool.json")
+    server = StdioServerParameters(command=sys.executable, args=["-m", "smith.cli", "serve-pool", str(path),
+                                                                 "--retrieve", "--scorer", "bm25"])
+
+    async def session() -> tuple:
+        async with Client(server) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            hit = await client.call_tool("search_tools", {"query": "least common multiple", "k": 1})
+            bad = await client.call_tool("search_tools", {"query": "x", "k": 99})
+            return names, hit, bad
+
+    names, hit, bad = anyio.run(session)
+    assert "search_tools" in names and "lcm_tool" in names
+    assert json.loads(hit.content[0].text) == [{"name": "lcm_tool", "description": "least common multiple of integers"}]
+    assert bad.is_error and "k must be between" in bad.content[0].text

@@ -185,3 +185,26 @@ def test_real_tiny_model_rollout_shapes(tiny_model_dir, sandbox, bank):
         assert 0 < len(s.completion_ids) <= 24 and len(s.logprobs) == len(s.mask) == len(s.completion_ids)
         assert all(lp <= 0 for lp, m in zip(s.logprobs, s.mask, strict=True) if m)
         assert not math.isnan(s.rewards["format" if s.kind == "build" else "use"])
+
+
+def test_large_pool_menus_come_from_the_retriever(tok, sandbox, bank):
+    from smith.pool.retrieval.retriever import AdaptiveRetriever
+
+    pool = ToolPool()
+    pool.admit(PoolEntry("spell_backward", REVERSE, SCHEMA, "spell_backward", 1.0))
+    pool.admit(PoolEntry("lcm", LCM, LCM_SCHEMA, "lcm_tool", 1.0))
+    for cat, desc in [("chain_sum", "Adds and subtracts a chain of integers."),
+                      ("caesar_cipher", "Decrypts a Caesar cipher text by shifting letters."),
+                      ("maze", "Counts the steps of the shortest path through a maze grid.")]:
+        pool.admit(PoolEntry(cat, f"def {cat}(question: str) -> str:\n    return ''\n",
+                             {"name": cat, "description": desc, "parameters": SCHEMA["parameters"]}, cat, 0.5))
+    ro = make(ScriptedBackend(tok, lambda ctx: ""), sandbox, pool, menu_size=2)
+    ro.retriever = AdaptiveRetriever("bm25")
+    try:
+        menu = ro.menu("spell_backward", random.Random(0), "Spell this word backward (example: sun -> nus): smith")
+        paper = make(ScriptedBackend(tok, lambda ctx: ""), sandbox, pool, menu_size=2).menu("lcm", random.Random(0))
+    finally:
+        ro.close()
+    assert len(menu) == 2 and menu[0][1].category == "spell_backward"  # best first, capped at menu_size
+    assert len({n for n, _ in menu}) == 2
+    assert len(paper) == 3 and "lcm" in {e.category for _, e in paper}  # no retriever: 1 matching + 2

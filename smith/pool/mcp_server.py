@@ -22,7 +22,7 @@ def _text(s: str, error: bool = False) -> types.CallToolResult:
 
 
 def build_server(pool: ToolPool, sandbox: Any, limits: Any = None, search: Any = None) -> Server:
-    """An MCP server over `pool`. `search(query, k) -> list[PoolEntry]` adds a `search_tools` tool."""
+    """An MCP server over `pool`. `search` (a `smith.pool.retrieval.PoolSearch`) adds its search tool."""
     entries = list(pool)
     by_name: dict[str, PoolEntry] = dict(zip(unique_names(entries), entries, strict=True))
     tools = [
@@ -31,13 +31,8 @@ def build_server(pool: ToolPool, sandbox: Any, limits: Any = None, search: Any =
         for name, e in by_name.items()
     ]
     if search is not None:
-        tools.append(types.Tool(
-            name="search_tools",
-            description="Find the pooled tools most relevant to a query; returns their names and descriptions.",
-            input_schema={"type": "object", "properties": {"query": {"type": "string"},
-                                                           "k": {"type": "integer", "default": 5}},
-                          "required": ["query"]},
-        ))
+        fn = search.spec["function"]
+        tools.append(types.Tool(name=fn["name"], description=fn["description"], input_schema=fn["parameters"]))
     names_of = {id(e): n for n, e in by_name.items()}
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:  # noqa: ANN001
@@ -45,8 +40,11 @@ def build_server(pool: ToolPool, sandbox: Any, limits: Any = None, search: Any =
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:  # noqa: ANN001
         args = dict(params.arguments or {})
-        if params.name == "search_tools" and search is not None:
-            hits = search(str(args.get("query", "")), int(args.get("k", 5)))
+        if search is not None and params.name == search.name:
+            try:
+                hits = search(str(args.get("query", "")), args.get("k"))
+            except (TypeError, ValueError) as e:
+                return _text(f"error: {e}", error=True)
             return _text(json.dumps([{"name": names_of[id(e)], "description": e.description} for e in hits]))
         entry = by_name.get(params.name)
         if entry is None:
@@ -72,9 +70,9 @@ def serve_cli(args: argparse.Namespace) -> None:
     pool = ToolPool.load(args.source)
     search = None
     if args.retrieve:
-        from smith.pool.retrieval import pool_search
+        from smith.pool.retrieval.retriever import AdaptiveRetriever, pool_search
 
-        search = pool_search(pool)
+        search = pool_search(pool, AdaptiveRetriever(args.scorer))
 
     async def main() -> None:
         with Sandbox(isolation=args.isolation) as sb:

@@ -83,6 +83,7 @@ class RolloutSettings:
     judge: str = "none"  # self | external | none
     evaluator_max_turns: int = 2
     judge_max_new_tokens: int = 256
+    menu_size: int = 3  # tools a use prompt shows; with a retriever, a larger pool is shortlisted to this
     step: int = 0
     source_run: str = ""
 
@@ -148,9 +149,11 @@ class Rollout:
         judge: Any = None,
         workers: int = 4,
         admit: Any = None,
+        retriever: Any = None,
     ) -> None:
         """`admit(entry) -> bool` defaults to `pool.admit`; the trainer stages admissions to share them
-        across ranks so every rank's pool stays identical."""
+        across ranks so every rank's pool stays identical. `retriever` (a `smith.pool.retrieval`
+        AdaptiveRetriever) builds use menus from the whole pool once it outgrows `settings.menu_size`."""
         self.policy = policy
         self.sandbox = sandbox
         self.limits = limits
@@ -163,6 +166,7 @@ class Rollout:
         self._model_lock = threading.Lock()
         self._pool_lock = threading.Lock()
         self.admit = admit or pool.admit
+        self.retriever = retriever
         self.last_grading_wait = 0.0
 
     def close(self) -> None:
@@ -241,14 +245,22 @@ class Rollout:
         return judge_reward(parsed, scores)
 
     # -- use -----------------------------------------------------------------------------------------
-    def menu(self, category: str, rng: random.Random) -> list[tuple[str, PoolEntry]] | None:
-        """1 matching + n distractors, shuffled, each under a distinct callable name; None if no tool yet."""
+    def menu(self, category: str, rng: random.Random, question: str = "") -> list[tuple[str, PoolEntry]] | None:
+        """The use prompt's tools, each under a distinct callable name; None if the category has no tool yet.
+
+        Paper: 1 matching + n distractors, shuffled. With a retriever and a pool larger than the menu, the
+        menu is instead the retriever's adaptive-depth shortlist for the question (it may miss the tool)."""
         with self._pool_lock:
             match = self.pool.matching(category, rng)
             if match is None:
                 return None
-            tools = [match, *self.pool.distractors(category, self.s.n_distractors, rng)]
-        rng.shuffle(tools)
+            if self.retriever is not None and len(self.pool) > self.s.menu_size:
+                entries = list(self.pool)
+                picked = self.retriever.shortlist(question, [e.document() for e in entries], self.s.menu_size)
+                tools = [entries[i] for i in picked]
+            else:
+                tools = [match, *self.pool.distractors(category, self.s.n_distractors, rng)]
+                rng.shuffle(tools)
         return [(f"{e.function_name}_{i + 1}", e) for i, e in enumerate(tools)]
 
     def _use_episodes(self, tasks: Sequence[UseTask], rng: random.Random) -> list[Sample]:
@@ -260,7 +272,7 @@ class Rollout:
         inner: list[int] = []
         for t in tasks:
             if id(t) not in menus:
-                menus[id(t)] = self.menu(t.category, rng)
+                menus[id(t)] = self.menu(t.category, rng, t.item.question)
             menu = menus[id(t)]
             if menu is None:  # no pool tool yet: build one first, inside the episode
                 ids = self.policy.render(build_messages(t.examples))

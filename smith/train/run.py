@@ -138,6 +138,16 @@ def scripted_policy(spec: str, tok: Any) -> Any:
     return ScriptedBackend(tok, script)
 
 
+def make_retriever(cfg: DictConfig) -> Any:
+    """`pool.retrieval`: null (the paper's 1 matching + distractors), a scorer name, or a saved retriever dir."""
+    if not cfg.pool.retrieval:
+        return None
+    from smith.pool.retrieval.retriever import AdaptiveRetriever
+
+    spec = str(cfg.pool.retrieval)
+    return AdaptiveRetriever.load(spec) if Path(spec).is_dir() else AdaptiveRetriever(spec)
+
+
 def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
     from smith.models import load_backend
 
@@ -185,7 +195,7 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         sandbox, limits = make_sandbox(cfg)
         stack.callback(sandbox.close)
         rollout = Rollout(policy, sandbox, limits, pool, rollout_settings(cfg, run_dir), evaluator=evaluator,
-                          judge=judge, workers=max(2, int(cfg.sandbox.workers)))
+                          judge=judge, workers=max(2, int(cfg.sandbox.workers)), retriever=make_retriever(cfg))
         stack.callback(rollout.close)
         session = Session(cfg, run_dir, source, rollout, pool)
         rollout.admit = session.stage

@@ -198,5 +198,6 @@ def rollout_settings(cfg: DictConfig, run_dir: Path) -> RolloutSettings:
         judge=str(cfg.judge.kind),
         evaluator_max_turns=int(cfg.evaluator.max_turns),
         judge_max_new_tokens=int(cfg.judge.max_new_tokens),
+        menu_size=int(cfg.pool.menu_size),
         source_run=run_dir.name,
     )
