@@ -59,9 +59,17 @@ def parse_argv(argv: list[str]) -> tuple[bool, list[str]]:
             continue
         if argv[i] in ("-h", "--help"):
             raise ConfigError("usage: KEY=VALUE overrides (recipe=NAME, max_steps=N, ...); --cfg job prints the config")
-        rest.append(argv[i])
+        rest.append(_quote_hash(argv[i]))
         i += 1
     return show, rest
+
+
+def _quote_hash(override: str) -> str:
+    """Hydra's override grammar rejects a bare '#', which `model=openai:<url>#<model>` needs: quote such values."""
+    key, sep, value = override.partition("=")
+    if sep and "#" in value and value[:1] not in "'\"":
+        return f"{key}='{value}'"
+    return override
 
 
 def main_entry(config_name: str, groups: tuple[str, ...], run) -> None:  # noqa: ANN001
