@@ -1,19 +1,19 @@
 """The bor suite end to end on small registries (real catalog items, real scorers), resume, pool input,
 and the BFCL loader on files in the bfcl-eval data format."""
 
-import importlib.util
 import json
 
 import pytest
 
 from smith.config import compose
 from smith.evals.bor import run
-from smith.evals.bor.benchmarks import bfcl_benchmark, smith_benchmark
+from smith.evals.bor.benchmarks import bfcl_benchmark, bfcl_data_dir, smith_benchmark
 from smith.pool import PoolEntry, ToolPool
 
 SMALL = [
     "suite=bor", "limit=60", "suite.queries_per_category=4", "suite.sizes=[20,60]", "suite.scorers=[bm25,random]",
     "suite.fixed_k=[1,5,20]", "suite.agents=[q-bor,q-f1]", "suite.q_epochs=3", "suite.bootstrap=100",
+    "suite.bfcl_data=/nonexistent/bfcl",  # the bfcl benchmark is skipped with its reason, the rest runs
 ]  # fmt: skip
 
 
@@ -24,8 +24,7 @@ def test_suite_end_to_end_and_resume(tmp_path):
     assert summary["output_dir"] == str(out)
     assert summary["benchmarks"]["smith"]["source"] == "rg-docstrings"
     assert summary["benchmarks"]["smith"]["core_tools"] == 20  # one tool per catalog category
-    if importlib.util.find_spec("bfcl_eval") is None:
-        assert "bfcl-eval is not installed" in summary["skipped"]["bfcl"]
+    assert "not a bfcl-eval data dir" in summary["skipped"]["bfcl"] and "bfcl" not in summary["benchmarks"]
     rows = [r for r in summary["rows"] if r["benchmark"] == "smith"]
     # N=20: fixed-1, fixed-5, fixed-20 + 2 agents; N=60: the same; for 2 scorers
     assert len(rows) == 2 * 2 * 5
@@ -111,3 +110,16 @@ def test_bfcl_loader_dedupes_function_docs_and_labels_ground_truth(tmp_path):
     assert bench.queries[2].text == "What is 6 factorial?"
     with pytest.raises(FileNotFoundError, match="not a bfcl-eval data dir"):
         bfcl_benchmark(tmp_path / "possible_answer")
+
+
+def test_bfcl_benchmark_from_the_installed_package_data():
+    try:
+        data = bfcl_data_dir()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    bench = bfcl_benchmark(data)
+    assert len(bench.documents) > 370  # the paper's BFCL registry had 370 tools; v4 simple + multiple hold more
+    assert len(bench.queries) == 600  # 400 simple_python + 200 multiple, every one with its ground-truth doc
+    assert all(bench.documents[i].name for q in bench.queries for i in q.relevant)
+    reg = bench.registry(100, seed=0)
+    assert len(reg.documents) == 100 and reg.queries and all(q.relevant for q in reg.queries)

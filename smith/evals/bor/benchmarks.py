@@ -6,7 +6,8 @@
     `pool_source: rg-docstrings`). Registries of any size are grown with distractor tools: the other
     reasoning-gym datasets (same source, near topics) and documented Python standard-library functions
     (BoR paper section 3 evaluates registries of 20 to 3,251 tools).
-(b) `bfcl`: BFCL v4 `simple_python` and `multiple` function docs from the bfcl-eval package data; each
+(b) `bfcl`: BFCL v4 `simple_python` and `multiple` function docs from the bfcl-eval package data (its own
+    venv, see smith.evals.bfcl.venv); each
     question's relevant tools are the documents named by its ground-truth call.
 """
 
@@ -167,14 +168,22 @@ def smith_benchmark(
 
 
 def bfcl_data_dir(explicit: str | Path | None = None) -> Path:
-    """The bfcl-eval package's data folder (or an explicit one); FileNotFoundError says how to get it."""
+    """The bfcl-eval package's data folder: `explicit`, else bfcl_eval importable here, else the BFCL venv
+    that `python -m smith.evals.bfcl.venv` builds (bfcl-eval pins numpy 1.26, so it lives in its own venv)."""
+    from smith.evals.bfcl.venv import DEFAULT_DIR
+
     if explicit is not None:
-        path = Path(explicit)
+        candidates = [Path(explicit)]
     else:
         spec = importlib.util.find_spec("bfcl_eval")
-        if spec is None or spec.origin is None:
-            raise FileNotFoundError("bfcl-eval is not installed; pip install 'smith[bfcl]' or set suite.bfcl_data")
-        path = Path(spec.origin).parent / "data"
+        here = [Path(spec.origin).parent / "data"] if spec is not None and spec.origin else []
+        candidates = here + sorted(DEFAULT_DIR.glob("lib/python3*/site-packages/bfcl_eval/data"))
+        if not candidates:
+            raise FileNotFoundError(
+                f"bfcl-eval not found (not importable, no venv at {DEFAULT_DIR}); "
+                "run `python -m smith.evals.bfcl.venv` or set suite.bfcl_data=DIR"
+            )
+    path = candidates[0]
     if not all((path / f).is_file() and (path / "possible_answer" / f).is_file() for f in BFCL_FILES):
         raise FileNotFoundError(
             f"{path} lacks {', '.join(BFCL_FILES)} (and possible_answer/); not a bfcl-eval data dir"
