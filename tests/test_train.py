@@ -101,9 +101,8 @@ def test_cli_run_then_resume(tiny_model_dir, tmp_path):
     row = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
     assert {"rewards/format/mean", "rewards/evaluation/mean", "rewards/judge/mean", "rewards/use/mean"} <= set(row)
     proc = _train_cli(*base, "max_steps=5", f"resume={run}")
-    assert "resuming" in proc.stdout and "from checkpoint-2" in proc.stdout
-    steps = _steps(run)
-    assert steps[:3] == [1, 2, 3] and steps[-3:] == [3, 4, 5]  # step 3 replayed from checkpoint-2, then 4, 5
+    assert "resuming" in proc.stdout and "from checkpoint-3" in proc.stdout  # the final step is saved too
+    assert _steps(run) == [1, 2, 3, 4, 5]
     assert (run / "checkpoint-4" / "smith_checkpoint.json").exists()
 
 
