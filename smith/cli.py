@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("source", help="a run directory or a pool file")
     s.add_argument("--retrieve", action="store_true", help="expose a search tool over a large pool")
     s.add_argument("--scorer", default="minilm", choices=["bm25", "minilm"], help="retrieval scorer for --retrieve")
+    s.add_argument("--retriever", default=None, help="a saved AdaptiveRetriever dir (trained depth policy)")
     s.add_argument("--isolation", default="strict", choices=["strict", "process"])
     s.set_defaults(func=_serve_pool)
 

@@ -69,10 +69,11 @@ def serve_cli(args: argparse.Namespace) -> None:
 
     pool = ToolPool.load(args.source)
     search = None
-    if args.retrieve:
+    if args.retrieve or args.retriever:
         from smith.pool.retrieval.retriever import AdaptiveRetriever, pool_search
 
-        search = pool_search(pool, AdaptiveRetriever(args.scorer))
+        retriever = AdaptiveRetriever.load(args.retriever) if args.retriever else AdaptiveRetriever(args.scorer)
+        search = pool_search(pool, retriever)
 
     async def main() -> None:
         with Sandbox(isolation=args.isolation) as sb:
