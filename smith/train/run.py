@@ -84,6 +84,7 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
     if report:
         os.environ.setdefault("WANDB_MODE", str(cfg.logging.wandb))
         os.environ.setdefault("WANDB_PROJECT", str(cfg.logging.project))
+        os.environ.setdefault("WANDB_DIR", str(run_dir))  # offline runs land inside the run directory
     use_vllm = cfg.generation.backend == "vllm"
     return GRPOConfig(
         output_dir=str(run_dir),
