@@ -52,6 +52,14 @@ class ChatBackend(Protocol):
     ) -> list[Generation]: ...
 
 
+def tool_lists(conversations: list[list[Message]], tools: list[list[Tool] | None] | None) -> list[Any]:
+    """One tool list (or None) per conversation, checking that a given list matches the batch."""
+    if tools is not None and len(tools) != len(conversations):
+        raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
+                         "conversation (None for no tools)")
+    return list(tools) if tools is not None else [None] * len(conversations)
+
+
 class TokenBackend:
     """Shared half of the backends that generate from token ids (hf, vllm, scripted, TRL's vLLM): the chat
     template renders a conversation, `continue_ids` (the subclass) generates from the ids."""
@@ -75,11 +83,7 @@ class TokenBackend:
         params: SamplingParams | None = None,
         **kwargs: Any,
     ) -> list[Generation]:
-        if tools is not None and len(tools) != len(conversations):
-            raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
-                             "conversation (None for no tools)")
-        tools = tools or [None] * len(conversations)
-        prompts = [self.render(c, t) for c, t in zip(conversations, tools, strict=True)]
+        prompts = [self.render(c, t) for c, t in zip(conversations, tool_lists(conversations, tools), strict=True)]
         return self.continue_ids(prompts, params, **kwargs)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from smith.models.base import Generation, Message, SamplingParams, Tool, parse_tool_calls
+from smith.models.base import Generation, Message, SamplingParams, Tool, parse_tool_calls, tool_lists
 
 _TOOL_BLOCK = re.compile(r"\s*<tool_call>.*?(?:</tool_call>|$)", re.S)
 
@@ -161,11 +161,8 @@ class OpenAIBackend:
         tools: list[list[Tool] | None] | None = None,
         params: SamplingParams | None = None,
     ) -> list[Generation]:
-        if tools is not None and len(tools) != len(conversations):
-            raise ValueError(f"got {len(tools)} tool lists for {len(conversations)} conversations; pass one per "
-                             "conversation (None for no tools)")
         params = params or SamplingParams()
-        tools = tools or [None] * len(conversations)
+        tools = tool_lists(conversations, tools)
         bodies = [self._body(c, t, params, i) for i, (c, t) in enumerate(zip(conversations, tools, strict=True))]
         return list(self._pool.map(self._complete, bodies))
 
