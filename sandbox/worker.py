@@ -98,9 +98,10 @@ def bwrap_argv(tmp_mb: int, fd: int) -> list[str]:
     args += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
     for key, value in BASE_ENV.items():
         args += ["--setenv", key, value]
+    # the private /tmp first, so a Python install or venv that lives under /tmp is bound on top of it
+    args += ["--size", str(tmp_mb * 1024 * 1024), "--perms", "0755", "--tmpfs", "/tmp"]
     args += _ro_system_binds()
-    args += ["--ro-bind", str(FORKSERVER), INSIDE_FORKSERVER, "--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(tmp_mb * 1024 * 1024), "--perms", "0755", "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    args += ["--ro-bind", str(FORKSERVER), INSIDE_FORKSERVER, "--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
     args += ["--cap-drop", "ALL"]
     for cap in SERVER_CAPS:
         args += ["--cap-add", cap]
