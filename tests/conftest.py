@@ -21,3 +21,20 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     path, _ = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
     return path
+
+
+@pytest.fixture(scope="session")
+def rg_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One reasoning-gym item cache for the whole session (items are generated once, then read back)."""
+    path = tmp_path_factory.getbasetemp() / "rg_items"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """A strict sandbox for a test module (the sandbox's own tests make theirs, with the limits they test)."""
+    from sandbox import Sandbox
+
+    with Sandbox(isolation="strict", workers=2) as sb:
+        yield sb

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Limits, Sandbox
+from sandbox import Limits
 from smith.models.base import Generation
 from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_direct, evaluate_with_model, grade_cli, spec_from_source
 from smith.tasks import items
@@ -27,19 +27,6 @@ SCHEMA = {
     "description": "Counts the 1-bits of the number in the question.",
     "parameters": {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]},
 }
-
-
-@pytest.fixture(scope="session")
-def rg_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.getbasetemp() / "rg_items"
-    path.mkdir(exist_ok=True)
-    return path
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(isolation="strict", workers=1) as sb:
-        yield sb
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import random
 import pytest
 from transformers import AutoTokenizer
 
-from sandbox import Limits, Sandbox
+from sandbox import Limits
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
 from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask, continuation_ids
@@ -40,12 +40,6 @@ def response(code: str, schema: dict) -> str:
 @pytest.fixture(scope="module")
 def tok(tiny_model_dir):
     return AutoTokenizer.from_pretrained(tiny_model_dir)
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(isolation="strict", workers=2) as sb:
-        yield sb
 
 
 @pytest.fixture(scope="module")

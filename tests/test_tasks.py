@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import pytest
 import reasoning_gym
@@ -44,14 +43,6 @@ REFERENCE_23 = set(
         "word_ladder",
     ]
 )
-
-
-@pytest.fixture(scope="session")
-def rg_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One item cache per test session, shared by every test module that asks for the same path."""
-    path = tmp_path_factory.getbasetemp() / "rg_items"
-    path.mkdir(exist_ok=True)
-    return path
 
 
 def test_catalog_has_13_seen_and_at_least_6_unseen_across_all_groups():

@@ -7,25 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Limits, Sandbox
+from sandbox import Limits
 from smith.tasks import items, load_catalog, score
 
 REFERENCE = Path(__file__).parent / "reference_tools"
 NAMES = load_catalog().names
 N_HARD = 50
-
-
-@pytest.fixture(scope="session")
-def rg_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.getbasetemp() / "rg_items"
-    path.mkdir(exist_ok=True)
-    return path
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(isolation="strict") as sb:
-        yield sb
 
 
 def test_every_category_has_a_reference_tool():
