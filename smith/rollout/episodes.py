@@ -20,7 +20,6 @@ from typing import Any
 
 from smith.models.base import SamplingParams, parse_tool_calls
 from smith.pool import PoolEntry, ToolPool
-from smith.rewards import efficiency  # noqa: F401  (re-exported for callers that tune eta)
 from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
 from smith.rewards.format import format_reward
 from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
@@ -204,9 +203,9 @@ class Rollout:
             futures.append(self._executor.submit(self.grade_build, t, g.text, s.trace))
         return samples, futures
 
-    def grade_build(self, task: BuildTask, text: str, trace: dict[str, Any]) -> dict[str, float]:
+    def grade_build(self, task: BuildTask, text: str, trace: dict[str, Any], parsed: Any = None) -> dict[str, float]:
         """Format, evaluation and judge rewards of one build response; admits the tool when r_eval > 0."""
-        parsed = parse_response(text)
+        parsed = parsed or parse_response(text)
         trace["parse"] = {"ok": parsed.ok, "reason": str(parsed.reason), "detail": parsed.detail}
         judged = self.s.judge != "none"
         if not parsed.ok:
@@ -330,9 +329,8 @@ class Rollout:
             t = st["task"]
             s.extend(g.completion_ids, g.logprobs, trained=True)
             s.trace["inner_build"] = {"response": g.text}
-            build_rewards = self.grade_build(BuildTask(t.category, t.examples, t.heldout), g.text, s.trace)
-            s.rewards.update(build_rewards)
             parsed = parse_response(g.text)
+            s.rewards.update(self.grade_build(BuildTask(t.category, t.examples, t.heldout), g.text, s.trace, parsed))
             if g.finish_reason == "length" or not parsed.ok:
                 s.truncated = g.finish_reason == "length"
                 st["done"] = True
