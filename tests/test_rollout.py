@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 
 import pytest
 from transformers import AutoTokenizer
@@ -202,3 +203,55 @@ def test_large_pool_menus_come_from_the_retriever(tok, sandbox, bank):
     assert len(menu) == 2 and menu[0][1].category == "spell_backward"  # best first, capped at menu_size
     assert len({n for n, _ in menu}) == 2
     assert len(paper) == 3 and "lcm" in {e.category for _, e in paper}  # no retriever: 1 matching + 2
+
+
+def test_each_use_episode_has_its_own_token_budget(tok, sandbox, bank):
+    """A long neighbour in the batch must not cut a short episode (one budget per episode, not min(room))."""
+    pool = ToolPool(groups={"spell_backward": "Algorithms", "lcm": "Arithmetic"})
+    pool.admit(PoolEntry("spell_backward", REVERSE, SCHEMA, "spell_backward", 1.0))
+    short, chatty = bank[("spell_backward", "hard")][:2]
+
+    def script(ctx: str) -> str:
+        question = ctx.split("<|im_start|>user\n")[1].split("<|im_end|>")[0]
+        if "<tool_response>" in ctx:
+            return short.answer if question == short.question else "word " * 400
+        name = next(n for n in re.findall(r'"name": "([a-z_0-9]+)"', ctx) if n.startswith("spell_backward"))
+        call = "<tool_call>\n" + json.dumps({"name": name, "arguments": {"question": question}}) + "\n</tool_call>"
+        if question == short.question:
+            return call
+        # the long neighbour's first turn and tool response leave it 2 tokens: under one shared limit the
+        # short episode would get 2 tokens for its answer too
+        fed = len(continuation_ids(tok, [{"role": "tool", "content": chatty.question.split(":")[-1].strip()[::-1]}]))
+        return next(t for n in range(300) for m in range(8)
+                    if len(tok(t := "thinking " * n + "." * m + call)["input_ids"]) + 1 + fed == 598)
+
+    ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5)
+    try:
+        a, b = ro.run([], [UseTask("spell_backward", [], short), UseTask("spell_backward", [], chatty)],
+                      random.Random(3))
+    finally:
+        ro.close()
+    assert a.trace["correct"] and not a.truncated
+    assert a.rewards["use"] == pytest.approx(2 * (1 - 2 * 0.3 * 0.4))  # 1.52, as it scores alone
+    assert b.truncated and b.rewards["use"] == 0.0
+
+
+def test_an_episode_past_its_budget_after_an_inner_build_stops_cleanly(tok, sandbox, bank):
+    item = bank[("spell_backward", "hard")][1]
+    calls = []
+    # a build that fits the 600-token budget but leaves no room once the tool-list turn is appended
+    text = next(t for n in range(400) if 540 < len(tok(t := response(REVERSE + "#\n" * n, SCHEMA))["input_ids"]) < 598)
+
+    def script(ctx: str) -> str:
+        calls.append(ctx)
+        return text
+
+    task = UseTask("spell_backward", bank[("spell_backward", "easy")][:4], item, bank[("spell_backward", "hard")][2:6])
+    ro = make(ScriptedBackend(tok, script), sandbox, ToolPool(), max_turns=5)
+    try:
+        (s,) = ro.run([], [task], random.Random(4))
+    finally:
+        ro.close()
+    assert s.rewards["evaluation"] == 1.0  # the inner build itself was complete and graded
+    assert len(calls) == 1  # no use turn was generated with a budget of <= 0 tokens
+    assert s.truncated and s.rewards["use"] == 0.0 and len(s.completion_ids) > 600

@@ -15,10 +15,10 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from smith.models.base import SamplingParams, parse_tool_calls
+from smith.models.base import Generation, SamplingParams, parse_tool_calls
 from smith.pool import PoolEntry, ToolPool
 from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
 from smith.rewards.format import format_reward
@@ -98,6 +98,26 @@ def continuation_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int
     eos = tokenizer.eos_token
     tail = a[a.rindex(eos) + len(eos) :] if eos and eos in a else ""
     return tokenizer(tail + b[len(a) :], add_special_tokens=False)["input_ids"]
+
+
+def menu_names(tools: Sequence[PoolEntry]) -> dict[str, PoolEntry]:
+    """Distinct callable names for one episode's tools (written tools often share a name, e.g. `solve`)."""
+    return {f"{e.function_name}_{i + 1}": e for i, e in enumerate(tools)}
+
+
+def inner_build_message(menu: dict[str, PoolEntry], name: str, question: str) -> str:
+    """The user turn after an inner build: the new tool's callable name, the question, and the tool list."""
+    listing = "\n".join(json.dumps(e.openai_tool(n)) for n, e in menu.items())
+    return INNER_BUILD_DONE.format(name=name, question=question) + f"\n\n<tools>\n{listing}\n</tools>"
+
+
+def clip_generation(g: Generation, max_new_tokens: int, tokenizer: Any) -> Generation:
+    """`g` as if generation had stopped after `max_new_tokens` tokens."""
+    if len(g.completion_ids) <= max_new_tokens:
+        return g
+    ids = g.completion_ids[:max_new_tokens]
+    return replace(g, completion_ids=ids, logprobs=g.logprobs[:max_new_tokens], finish_reason="length",
+                   text=tokenizer.decode(ids, skip_special_tokens=True), completion_tokens=len(ids))
 
 
 def final_answer(text: str) -> str:
@@ -260,7 +280,7 @@ class Rollout:
             else:
                 tools = [match, *self.pool.distractors(category, self.s.n_distractors, rng)]
                 rng.shuffle(tools)
-        return [(f"{e.function_name}_{i + 1}", e) for i, e in enumerate(tools)]
+        return list(menu_names(tools).items())
 
     def _use_episodes(self, tasks: Sequence[UseTask], rng: random.Random) -> list[Sample]:
         """Multi-turn use episodes, batched turn by turn. GRPO groups (same task object) share one menu."""
@@ -286,16 +306,23 @@ class Rollout:
         if inner:
             self._inner_builds([samples[i] for i in inner], [states[i] for i in inner], rng)
         for turn in range(self.s.max_turns):
-            active = [i for i, st in enumerate(states) if not st["done"]]
+            room = {i: self.s.max_completion_length - len(samples[i].completion_ids)
+                    for i, st in enumerate(states) if not st["done"]}
+            for i in [i for i, r in room.items() if r <= 0]:  # e.g. an inner build used the whole budget
+                samples[i].truncated, states[i]["done"] = True, True
+                del room[i]
+            active = list(room)
             if not active:
                 break
-            room = [self.s.max_completion_length - len(samples[i].completion_ids) for i in active]
+            # one batch, each episode held to its own budget: generate to the largest, cut each at its own
+            # (sampling is causal, so the cut equals stopping there)
             with self._model_lock:
                 gens = self.policy.continue_ids([samples[i].prompt_ids + samples[i].completion_ids for i in active],
-                                                self._params(min(room)))
+                                                self._params(max(room.values())))
             pending = []
             for i, g in zip(active, gens, strict=True):
                 s, st = samples[i], states[i]
+                g = clip_generation(g, room[i], tok)
                 s.extend(g.completion_ids, g.logprobs, trained=True)
                 st["turns"] += 1
                 if g.finish_reason == "length":
@@ -340,10 +367,9 @@ class Rollout:
                 others = self.pool.distractors(t.category, self.s.n_distractors, rng)
             tools = [own, *others]
             rng.shuffle(tools)
-            st["menu"] = {f"{e.function_name}_{i + 1}": e for i, e in enumerate(tools)}
+            st["menu"] = menu_names(tools)
             name = next(n for n, e in st["menu"].items() if e is own)
-            listing = "\n".join(json.dumps(e.openai_tool(n)) for n, e in st["menu"].items())
-            msg = INNER_BUILD_DONE.format(name=name, question=t.item.question) + f"\n\n<tools>\n{listing}\n</tools>"
+            msg = inner_build_message(st["menu"], name, t.item.question)
             s.extend(continuation_ids(tok, [{"role": "user", "content": msg}]), None, trained=False)
 
     def _run_calls(self, state: dict[str, Any], parsed: Any) -> list[str]:
