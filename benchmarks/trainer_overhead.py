@@ -135,7 +135,7 @@ def main() -> None:
         return timer.times[1:]  # first step warms up
 
     def smith_run() -> list[float]:
-        cfg = compose("config", ["recipe=tiny", f"output_dir={tmp / 'smith'}", "judge.kind=none"], ("recipe",))
+        cfg = compose("config", ["recipe=tiny-random", f"output_dir={tmp / 'smith'}", "judge.kind=none"], ("recipe",))
         run_dir = tmp / "smith"
         run_dir.mkdir(exist_ok=True)
         samples = fixed_samples(tok, n_rows, G, a.length)

@@ -8,6 +8,12 @@ import sys
 
 
 def _tiny_model(a: argparse.Namespace) -> None:
+    if a.warm:
+        from smith.train.warm import WarmSettings, build_warm_model
+
+        path, built = build_warm_model(a.dir, WarmSettings(seed=a.seed), cache_dir=a.cache_dir)
+        print(f"{'built' if built else 'reused cached'} warm-started tiny policy at {path}")
+        return
     from smith.models.tiny import build_tiny_model
 
     path, built = build_tiny_model(a.dir, seed=a.seed)
@@ -45,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("tiny-model", help="build the tiny local Qwen3-architecture model (cached)")
     s.add_argument("dir")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--warm", action="store_true",
+                   help="the SFT-warm-started policy of recipe=tiny (smith.train.warm; ~10 min on 2 cores)")
+    s.add_argument("--cache-dir", default="checkpoints/.task-cache", help="reasoning-gym item cache (--warm)")
     s.set_defaults(func=_tiny_model)
 
     s = sub.add_parser("grade", help="grade a tool file on held-out questions in the strict sandbox")

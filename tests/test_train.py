@@ -27,7 +27,7 @@ SCRIPTED = ["generation.backend=scripted", "generation.script=tests.scripts:form
 
 
 def overrides(tiny_model_dir: Path, tmp: Path, *extra: str) -> list[str]:
-    return ["recipe=tiny", f"model.tiny_dir={tiny_model_dir}", f"tasks.cache_dir={tmp / 'items'}", *SCRIPTED,
+    return ["recipe=tiny-random", f"model.tiny_dir={tiny_model_dir}", f"tasks.cache_dir={tmp / 'items'}", *SCRIPTED,
             *extra]
 
 

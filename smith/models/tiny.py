@@ -47,7 +47,8 @@ def _corpus(seed: int, n: int = 300) -> list[str]:
     return texts
 
 
-def _tokenizer(seed: int, vocab_size: int):
+def train_tokenizer(corpus: list[str], vocab_size: int):  # noqa: ANN201
+    """A byte-level BPE over `corpus` with Qwen3's special and added tokens and its chat template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
     from trl.chat_template_utils import qwen3_instruct_2507_chat_template
@@ -61,7 +62,7 @@ def _tokenizer(seed: int, vocab_size: int):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(_corpus(seed), trainer=trainer)
+    tok.train_from_iterator(corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
@@ -88,7 +89,7 @@ def build_tiny_model(path: str | os.PathLike, seed: int = 0, vocab_size: int = 2
         if marker.exists() and json.loads(marker.read_text()) == want:
             return path, False
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # BPE merges deterministic
-        tok = _tokenizer(seed, vocab_size)
+        tok = train_tokenizer(_corpus(seed), vocab_size)
         config = Qwen3Config(
             vocab_size=len(tok),
             hidden_size=64,

@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
+from smith.train.progress import ConsoleCallback
 from smith.train.session import (
     Session,
     SmithCallback,
@@ -40,6 +41,11 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
 
         with PartialState().main_process_first():
             path = str(build_tiny_model(cfg.model.tiny_dir)[0])
+    elif name == "tiny-warm":
+        from smith.train.warm import build_warm_model
+
+        with PartialState().main_process_first():
+            path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
     dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
@@ -120,7 +126,7 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
            if use_vllm and cfg.generation.vllm_server_url else {}),
         remove_unused_columns=False,
         dataloader_num_workers=0,
-        disable_tqdm=False,
+        disable_tqdm=True,  # smith prints one line per step (smith.train.progress); TRL's dicts go to metrics.jsonl
     )
 
 
@@ -160,6 +166,7 @@ def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
 def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from accelerate import PartialState
     from datasets import Dataset
+    from transformers import PrinterCallback
 
     from smith.models.hf import HFBackend
     from smith.tasks import load_catalog
@@ -198,11 +205,14 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         rollout = Rollout(policy, sandbox, limits, pool, rollout_settings(cfg, run_dir), evaluator=evaluator,
                           judge=judge, workers=max(2, int(cfg.sandbox.workers)), retriever=make_retriever(cfg))
         stack.callback(rollout.close)
-        session = Session(cfg, run_dir, source, rollout, pool)
+        # the warm model lives at a local path only: checkpoints name that path as their base
+        base = model_path if cfg.model.name_or_path == "tiny-warm" else None
+        session = Session(cfg, run_dir, source, rollout, pool, base_model=base)
         rollout.admit = session.stage
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=grpo_args(cfg, run_dir, on_gpu,
                                state.num_processes), train_dataset=dataset, processing_class=tok, smith=session,
-                               callbacks=[SmithCallback(session), *callbacks])
+                               callbacks=[SmithCallback(session), ConsoleCallback(run_dir), *callbacks])
+        trainer.remove_callback(PrinterCallback)
         if cfg.generation.backend == "vllm":
             from smith.train.vllm_policy import TRLVLLMPolicy
 

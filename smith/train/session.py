@@ -31,8 +31,10 @@ class Session:
     """State shared by the rollout function and the callbacks of one run."""
 
     def __init__(self, cfg: DictConfig, run_dir: Path, source: Any, rollout: Rollout, pool: ToolPool,
-                 accelerator_gather: Any = None) -> None:
+                 base_model: str | None = None) -> None:
+        """`base_model`: what checkpoints name as their base (default: the recipe's model.name_or_path)."""
         self.cfg = cfg
+        self.base_model = base_model or str(cfg.model.name_or_path)
         self.run_dir = run_dir
         self.source = source
         self.rollout = rollout
@@ -143,7 +145,7 @@ class SmithCallback(TrainerCallback):
         if self.s.has_evaluator_copy and model is not None:
             torch.save(evaluator_state(model), ckpt / EVALUATOR_FILE)
         meta = {"step": state.global_step, "last_sync": self.s.last_sync, "pool_size": len(self.s.pool),
-                "base_model": self.s.cfg.model.name_or_path, "time": time.time()}
+                "base_model": self.s.base_model, "time": time.time()}
         tmp = ckpt / f".{COMPLETE}.tmp"
         tmp.write_text(json.dumps(meta))
         os.replace(tmp, ckpt / COMPLETE)

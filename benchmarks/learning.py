@@ -1,0 +1,108 @@
+"""Does SMITH's trainer improve the policy? `recipe=tiny` trained twice per seed: smith, and a control
+whose update is disabled (learning rate 0). Both arms of a seed see the same task stream (`seed` and
+`tasks.seed` both set to the seed), so they are compared step by step; the two arms of a seed run side by
+side, one thread each, so they share the machine's conditions.
+
+Prints per seed the per-axis means over the first and last 5 steps of both arms, then the held-out
+accuracy of each final checkpoint on fresh items of the trained categories (`eval.py suite=rg
+mode=build_use`, 2 distractor tools as in training), and as its last line
+
+    learning gain smith=<x> control=<y> paired=<z>
+
+gain = mean (evaluation + use reward) over the last 5 steps minus over the first 5; paired = mean over the
+last 5 steps of (smith - control); each averaged over seeds.
+
+    python benchmarks/learning.py [--seeds 0 1 2] [--steps 40] [--eval-items 10] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from smith.train.progress import COLUMNS, learning_gain, paired_gap, read_metrics, window_means  # noqa: E402
+from smith.train.warm import CATEGORIES  # noqa: E402
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def train_arms(seed: int, steps: int, out: Path, extra: list[str]) -> dict[str, Path]:
+    runs = {arm: out / f"seed{seed}-{arm}" for arm in ("smith", "control")}
+    procs = {}
+    for arm, run in runs.items():
+        args = [sys.executable, "train.py", "recipe=tiny", f"seed={seed}", f"tasks.seed={seed}", f"max_steps={steps}",
+                f"save_every={steps}", f"output_dir={run}", *extra]
+        if arm == "control":
+            args.append("dapo.learning_rate=0")
+        log = (out / f"seed{seed}-{arm}.log").open("w")
+        procs[arm] = subprocess.Popen(args, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    for arm, p in procs.items():
+        if p.wait():
+            raise SystemExit(f"error: training {arm} for seed {seed} failed; see {out / f'seed{seed}-{arm}.log'}")
+    return runs
+
+
+def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
+    dest = out / f"{run.name}-rg"
+    args = [sys.executable, "eval.py", "suite=rg", "mode=build_use", f"model={run / f'checkpoint-{steps}'}",
+            f"suite.categories=[{','.join(CATEGORIES)}]", "suite.splits=[seen]", "suite.n_distractors=2",
+            f"limit={items}", f"output_dir={dest}"]
+    subprocess.run(args, cwd=ROOT, env=_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cells = json.loads((dest / "summary.json").read_text())["categories"].values()
+    return sum(c["correct"] for c in cells) / sum(c["n"] for c in cells)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--eval-items", type=int, default=10, help="held-out questions per category")
+    ap.add_argument("--out", default=None, help="where runs go (default: a temporary directory)")
+    ap.add_argument("overrides", nargs="*", help="extra train.py overrides for both arms")
+    a = ap.parse_args()
+    out = Path(a.out or tempfile.mkdtemp(prefix="smith-learning-"))
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"runs in {out}")
+    gains: dict[str, list[float]] = {"smith": [], "control": []}
+    paired, use_last = [], {"smith": [], "control": []}
+    for seed in a.seeds:
+        runs = train_arms(seed, a.steps, out, a.overrides)
+        rows = {arm: read_metrics(run) for arm, run in runs.items()}
+        print(f"\nseed {seed}: mean of the first / last 5 steps")
+        print(f"  {'axis':<10}" + "".join(f"{arm:>22}" for arm in rows))
+        for key, label, _ in COLUMNS:
+            cells = []
+            for arm in rows:
+                first, last = window_means(rows[arm], key, True), window_means(rows[arm], key, False)
+                cells.append("-" if first is None else f"{first:.2f} -> {last:.2f}")
+            print(f"  {label:<10}" + "".join(f"{c:>22}" for c in cells))
+        for arm in rows:
+            gains[arm].append(learning_gain(rows[arm]))
+            use_last[arm].append(window_means(rows[arm], "rewards/use/mean", False) or 0.0)
+        paired.append(paired_gap(rows["smith"], rows["control"]))
+        acc = {arm: held_out_accuracy(run, a.steps, a.eval_items, out) for arm, run in runs.items()}
+        print(f"  gain (eval+use, last5 - first5): smith {gains['smith'][-1]:+.3f}  control "
+              f"{gains['control'][-1]:+.3f}  paired (smith - control, last 5) {paired[-1]:+.3f}")
+        print(f"  use reward, last 5: smith {use_last['smith'][-1]:.3f}  control {use_last['control'][-1]:.3f}")
+        print(f"  held-out build_use accuracy ({a.eval_items} per category): smith {acc['smith']:.3f}  "
+              f"control {acc['control']:.3f}")
+
+    def mean(xs: list[float]) -> float:
+        return sum(xs) / len(xs)
+
+    print(f"\nlearning gain smith={mean(gains['smith']):.3f} control={mean(gains['control']):.3f} "
+          f"paired={mean(paired):.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,355 @@
+"""The warm-started tiny policy: a small Qwen3 taught the SMITH protocols by supervised fine-tuning.
+
+A random tiny model scores 0 on every axis, so an RL run on it shows nothing. This builds a policy that
+already speaks both task formats, with headroom left for RL: TRL's `SFTTrainer` on generated demonstrations
+over real reasoning-gym items of a few **seen** categories (unseen ones never appear), rendered with the
+real prompts (`build_messages`, `use_messages`, the inner-build turn) and the real chat template:
+
+- build: 4 easy examples -> a (python, json) pair. About 45% of the demonstrated tools are correct; the
+  rest are plausible mistakes (some right on easy examples but not the hard band: only the first two
+  numbers, unique factors only, a missing last factor; off by one; wrong output format; a schema naming
+  another function).
+- use: a question and a 3-tool menu named as the rollout names them -> a `<tool_call>`, the tool's real
+  output, then the final answer. Mistakes: the wrong tool, a damaged argument, an answer that is not the
+  tool's output.
+- inner build: a build, the rollout's "your tool is now available" turn, then the use protocol.
+
+Two stages, both TRL `SFTTrainer`: (1) short copy drills (`copy_drills`), (2) the demonstrations.
+Tokens of tool outputs and prompts are excluded from the loss. The BPE tokenizer is trained on the same
+rendered text, so a build response is about 100 tokens. Questions come from banks of 1,500 hard items per
+category, so a use demonstration is almost never repeated: the model has to copy the question and the
+tool's name and output from its context, it cannot memorise them (with 64-item banks it did, and never
+learned to copy). Deterministic per seed; cached per directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smith.pool import PoolEntry
+from smith.rollout.episodes import continuation_ids, inner_build_message, menu_names
+from smith.rollout.prompts import build_messages, use_messages
+
+WARM_VERSION = 1
+MARKER = "smith_warm.json"
+CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
+SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
+EASY_BANK, HARD_BANK = 64, 1500  # many distinct questions: the model must copy them, it cannot memorise them
+
+# Tool bodies per category: (weight, correct, body). `{name}` is the function name.
+_LCM = ("import math\nimport re\n\ndef {name}(question: str) -> str:\n"
+        "    nums = [int(x) for x in re.findall(r\"\\d+\", question)]\n")
+_REV = "def {name}(question: str) -> str:\n    word = question.split()[-1]\n"
+_PF = ("import re\n\ndef {name}(question: str) -> str:\n    n = int(re.findall(r\"\\d+\", question)[0])\n"
+       "    factors, d = [], 2\n    while d * d <= n:\n        while n % d == 0:\n            factors.append(d)\n"
+       "            n //= d\n        d += {step}\n")
+_PF_REST = "    if n > 1:\n        factors.append(n)\n"
+TOOLS: dict[str, list[tuple[float, bool, str]]] = {
+    "lcm": [
+        (0.45, True, _LCM + "    return str(math.lcm(*nums))\n"),
+        (0.2, False, _LCM + "    return str(math.lcm(*nums[:2]))\n"),
+        (0.15, False, _LCM + "    return str(math.gcd(*nums))\n"),
+        (0.1, False, _LCM + "    return str(math.lcm(*nums) + 1)\n"),
+        (0.1, False, _LCM + "    return str(nums[0] * nums[-1])\n"),
+    ],
+    "spell_backward": [
+        (0.45, True, _REV + "    return word[::-1]\n"),
+        (0.2, False, _REV + "    return word[-2::-1]\n"),
+        (0.15, False, _REV + "    return \" \".join(word[::-1])\n"),
+        (0.1, False, _REV + "    return word\n"),
+        (0.1, False, "def {name}(question: str) -> str:\n    word = question.split()[0]\n    return word[::-1]\n"),
+    ],
+    "prime_factorization": [
+        (0.45, True, _PF.replace("{step}", "1") + _PF_REST + "    return \" × \".join(map(str, factors))\n"),
+        (0.2, False, _PF.replace("{step}", "1") + "    return \" × \".join(map(str, factors))\n"),
+        (0.15, False, _PF.replace("{step}", "1") + _PF_REST + "    return \" * \".join(map(str, factors))\n"),
+        (0.1, False, _PF.replace("{step}", "1") + _PF_REST
+         + "    return \" × \".join(map(str, sorted(set(factors))))\n"),
+        (0.1, False, _PF.replace("{step}", "2") + _PF_REST + "    return \" × \".join(map(str, factors))\n"),
+    ],
+}
+NAMES = {"lcm": ["lcm_of_numbers", "least_common_multiple"], "spell_backward": ["spell_backward", "reverse_word"],
+         "prime_factorization": ["prime_factors", "factorize"]}
+DESCRIPTIONS = {
+    "lcm": ["Least common multiple of the numbers in the question.", "Finds the LCM of the listed numbers."],
+    "spell_backward": ["Spells the word in the question backward.", "Reverses the last word of the question."],
+    "prime_factorization": ["Prime factorization of the number in the question.",
+                            "Factors the number into primes, separated by ×."],
+}
+# Episode mix and the use mistakes' rates.
+KINDS = (("build", 0.35), ("use", 0.5), ("inner", 0.15))
+P_MALFORMED, P_WRONG_TOOL, P_BAD_ARGS, P_BAD_ANSWER = 0.08, 0.15, 0.1, 0.1
+
+
+@dataclass
+class Demo:
+    """One demonstration: a prompt, then assistant turns each followed by the messages fed back (masked)."""
+
+    messages: list[dict[str, str]]
+    tools: list[dict[str, Any]] | None
+    turns: list[tuple[str, list[dict[str, str]] | None]]
+
+
+def _choose(rng: random.Random, weighted: list[tuple[float, bool, str]]) -> tuple[bool, str]:
+    _, correct, body = rng.choices(weighted, weights=[t[0] for t in weighted])[0]
+    return correct, body
+
+
+def demo_tool(category: str, rng: random.Random, malformed: bool = False) -> tuple[str, PoolEntry, bool]:
+    """A demonstrated tool: (response text, the pool entry it would make, is it correct)."""
+    correct, body = _choose(rng, TOOLS[category])
+    name = rng.choice(NAMES[category])
+    code = body.format(name=name)
+    schema = {"name": rng.choice([n for n in NAMES[category] if n != name]) if malformed else name,
+              "description": rng.choice(DESCRIPTIONS[category]),
+              "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
+                             "required": ["question"]}}
+    text = f"```python\n{code}```\n```json\n{json.dumps(schema, ensure_ascii=False)}\n```"
+    return text, PoolEntry(category, code, schema, name, 1.0 if correct else 0.0), correct and not malformed
+
+
+def run_tool(entry: PoolEntry, question: str) -> str:
+    """Output of one of this module's own demonstration tools (trusted code written above, never a model's)."""
+    scope: dict[str, Any] = {}
+    exec(entry.code, scope)
+    try:
+        return str(scope[entry.function_name](question))
+    except Exception as e:  # a damaged argument may make a tool raise, as in a rollout
+        return f"error: error: {type(e).__name__}: {e}"
+
+
+def _damage(question: str, rng: random.Random) -> str:
+    """A plausible wrong argument: the last number or word dropped, or the question cut short."""
+    tokens = question.split()
+    if len(tokens) > 2 and rng.random() < 0.5:
+        return " ".join(tokens[:-1])
+    digits = list(re.finditer(r"\d+", question))
+    if digits:
+        m = digits[-1]
+        return question[: m.start()] + m.group()[:-1] + question[m.end():] if len(m.group()) > 1 else question[:-2]
+    return question[: max(1, len(question) // 2)]
+
+
+def _use_turns(question: str, menu: dict[str, PoolEntry], target: str, rng: random.Random
+               ) -> tuple[list[tuple[str, list[dict[str, str]] | None]], bool]:
+    """Call a menu tool, read its output, answer. Returns the turns and whether the answer is the target's
+    output on the untouched question (what the rollout rewards, given a correct tool)."""
+    ok = True
+    name = target
+    if rng.random() < P_WRONG_TOOL:
+        name, ok = rng.choice([n for n in menu if n != target]), False
+    argument = question
+    if rng.random() < P_BAD_ARGS:
+        argument, ok = _damage(question, rng), False
+    call = "<tool_call>\n" + json.dumps({"name": name, "arguments": {"question": argument}}, ensure_ascii=False) + \
+        "\n</tool_call>"
+    output = run_tool(menu[name], argument)
+    answer = output
+    if rng.random() < P_BAD_ANSWER:
+        numbers = re.findall(r"-?\d+", question)
+        answer, ok = (rng.choice(numbers) if numbers and rng.random() < 0.5 else output[:-1] or "0"), False
+    return [(call, [{"role": "tool", "content": output}]), (answer, None)], ok
+
+
+def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
+                   cache_dir: str | None = None) -> tuple[list[Demo], dict[str, float]]:
+    """`n` demonstrations over real reasoning-gym items, and the share of each kind that is right."""
+    from smith.tasks import items
+
+    rng = random.Random(seed)
+    easy = {c: items(c, "easy", EASY_BANK, seed=seed + SEED_OFFSET, cache_dir=cache_dir) for c in categories}
+    hard = {c: items(c, "hard", HARD_BANK, seed=seed + SEED_OFFSET, cache_dir=cache_dir) for c in categories}
+    demos: list[Demo] = []
+    right: dict[str, list[bool]] = {k: [] for k, _ in KINDS}
+    for _ in range(n):
+        kind = rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
+        category = rng.choice(categories)
+        question = rng.choice(hard[category]).question
+        if kind == "build":
+            text, _, ok = demo_tool(category, rng, malformed=rng.random() < P_MALFORMED)
+            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(text, None)]))
+            right[kind].append(ok)
+            continue
+        others = [c for c in categories if c != category]
+        if kind == "inner":
+            text, own, built_ok = demo_tool(category, rng)
+            tools = [own, *(demo_tool(c, rng)[1] for c in rng.sample(others, min(2, len(others))))]
+            rng.shuffle(tools)
+            menu = menu_names(tools)
+            target = next(k for k, e in menu.items() if e is own)
+            turns, ok = _use_turns(question, menu, target, rng)
+            follow = [{"role": "user", "content": inner_build_message(menu, target, question)}]
+            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(text, follow), *turns]))
+            right[kind].append(ok and built_ok)
+            continue
+        # the pool holds tools with r_eval > 0: mostly correct ones, some that only pass easy-looking items
+        match = demo_tool(category, rng)[1]
+        tools = [match, *(demo_tool(c, rng)[1] for c in rng.sample(others, min(2, len(others))))]
+        rng.shuffle(tools)
+        menu = menu_names(tools)
+        target = next(k for k, e in menu.items() if e is match)
+        turns, ok = _use_turns(question, menu, target, rng)
+        demos.append(Demo(use_messages(question), [e.openai_tool(k) for k, e in menu.items()], turns))
+        right[kind].append(ok and match.r_eval > 0)
+    return demos, {k: sum(v) / max(len(v), 1) for k, v in right.items()}
+
+
+def copy_drills(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
+                cache_dir: str | None = None) -> list[tuple[str, str]]:
+    """Short (context, reply) chats that only copy: the matching tool's name from a menu and the question
+    into a tool call, a tool's output into the answer. A tiny model does not learn to copy from the long
+    demonstrations alone (their few copied tokens drown in ~400 prompt tokens); these dense drills teach it
+    first (stage 1)."""
+    from smith.tasks import items
+
+    rng = random.Random(seed + 1)
+    hard = {c: items(c, "hard", HARD_BANK, seed=seed + SEED_OFFSET, cache_dir=cache_dir) for c in categories}
+    drills = []
+    for _ in range(n):
+        category = rng.choice(categories)
+        question = rng.choice(hard[category]).question
+        if rng.random() < 0.5:  # look the matching tool up in a menu, copy its name and the question
+            others = [c for c in categories if c != category]
+            tools = [demo_tool(c, rng)[1] for c in [category, *rng.sample(others, min(2, len(others)))]]
+            rng.shuffle(tools)
+            menu = menu_names(tools)
+            name = next(k for k, e in menu.items() if e.category == category)
+            listing = "\n".join(json.dumps({"name": k, "description": e.description}) for k, e in menu.items())
+            call = json.dumps({"name": name, "arguments": {"question": question}}, ensure_ascii=False)
+            drills.append((f"<|im_start|>system\n<tools>\n{listing}\n</tools><|im_end|>\n<|im_start|>user\n"
+                           f"{question}<|im_end|>\n<|im_start|>assistant\n",
+                           f"<tool_call>\n{call}\n</tool_call><|im_end|>"))
+        else:
+            out = run_tool(demo_tool(category, rng)[1], question)
+            drills.append((f"<|im_start|>user\n<tool_response>\n{out}\n</tool_response><|im_end|>\n"
+                           "<|im_start|>assistant\n", f"{out}<|im_end|>"))
+    return drills
+
+
+def render(demo: Demo, tokenizer: Any) -> tuple[list[int], list[int]]:
+    """(input_ids, labels): the token layout of a rollout, -100 on prompt and fed-back tokens."""
+    enc = tokenizer.apply_chat_template(demo.messages, tools=demo.tools, add_generation_prompt=True,
+                                        tokenize=True, return_dict=True)
+    ids = list(enc["input_ids"])
+    labels = [-100] * len(ids)
+    for text, follow in demo.turns:
+        said = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        ids += said
+        labels += said
+        if follow:
+            fed = continuation_ids(tokenizer, follow)
+            ids += fed
+            labels += [-100] * len(fed)
+    return ids, labels
+
+
+def render_text(demo: Demo, tokenizer: Any) -> str:
+    """The same episode as text (the tokenizer's training corpus)."""
+    text = tokenizer.apply_chat_template(demo.messages, tools=demo.tools, add_generation_prompt=True, tokenize=False)
+    for said, follow in demo.turns:
+        text += said + tokenizer.eos_token
+        if follow:
+            text += tokenizer.decode(continuation_ids(tokenizer, follow))
+    return text
+
+
+@dataclass
+class WarmSettings:
+    """What the cached model depends on (its marker); sized for 2 CPU cores."""
+
+    seed: int = 0
+    copy_steps: int = 500  # stage 1: copy drills
+    copy_batch_size: int = 32
+    copy_learning_rate: float = 3e-3
+    n_demos: int = 3200  # stage 2: the protocol demonstrations, one pass
+    epochs: float = 1.0
+    learning_rate: float = 2e-3
+    batch_size: int = 8
+    vocab_size: int = 3072
+    hidden_size: int = 128
+    layers: int = 4
+    heads: int = 4
+    intermediate_size: int = 384
+
+    def key(self) -> dict[str, Any]:
+        src = hashlib.sha1(json.dumps([TOOLS, NAMES, DESCRIPTIONS, KINDS, CATEGORIES, EASY_BANK, HARD_BANK,
+                                       P_MALFORMED, P_WRONG_TOOL, P_BAD_ARGS, P_BAD_ANSWER]).encode()).hexdigest()[:12]
+        return {"version": WARM_VERSION, "demos": src, "drills": 2, **self.__dict__}
+
+
+def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = None, cache_dir: str | None = None,
+                     progress: bool = True) -> tuple[Path, bool]:
+    """Build (or reuse) the warm-started tiny policy at `path`. Returns (path, built_now)."""
+    import torch
+    from datasets import Dataset
+    from filelock import FileLock
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from smith.models.tiny import train_tokenizer
+
+    s = settings or WarmSettings()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        marker = path / MARKER
+        if marker.exists() and json.loads(marker.read_text()).get("key") == s.key():
+            return path, False
+        os.environ.setdefault("RAYON_NUM_THREADS", "1")  # BPE merges deterministic
+        demos, right = demonstrations(s.n_demos, s.seed, cache_dir=cache_dir)
+        # the template renders text with any tokenizer; the real one is then trained on that text
+        draft = train_tokenizer([m["content"] for d in demos[:50] for m in d.messages], 400)
+        tok = train_tokenizer([render_text(d, draft) for d in demos], s.vocab_size)
+        eos = tok.convert_tokens_to_ids("<|im_end|>")
+        config = Qwen3Config(
+            vocab_size=len(tok), hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
+            num_hidden_layers=s.layers, num_attention_heads=s.heads, num_key_value_heads=s.heads // 2,
+            head_dim=s.hidden_size // s.heads, max_position_embeddings=4096, tie_word_embeddings=True,
+            bos_token_id=None, eos_token_id=eos, pad_token_id=tok.pad_token_id,
+        )
+        torch.manual_seed(s.seed)
+        model = Qwen3ForCausalLM(config)
+        tmp = Path(tempfile.mkdtemp(prefix=".warm-", dir=path.parent))
+        drills = []
+        for context, reply in copy_drills(s.copy_steps * s.copy_batch_size, s.seed, cache_dir=cache_dir):
+            c, r = (tok(x, add_special_tokens=False)["input_ids"] for x in (context, reply))
+            drills.append({"input_ids": c + r, "labels": [-100] * len(c) + r})
+        stages = [  # (rows, batch size, learning rate, schedule)
+            (drills, s.copy_batch_size, s.copy_learning_rate, "constant_with_warmup"),
+            ([dict(zip(("input_ids", "labels"), render(d, tok), strict=True)) for d in demos], s.batch_size,
+             s.learning_rate, "cosine"),
+        ]
+        losses = []
+        for i, (rows, batch, lr, schedule) in enumerate(stages):
+            args = SFTConfig(
+                output_dir=str(tmp / "sft"), num_train_epochs=s.epochs if i else 1.0, per_device_train_batch_size=batch,
+                learning_rate=lr, lr_scheduler_type=schedule, warmup_steps=20, weight_decay=0.0, max_length=None,
+                logging_steps=50, save_strategy="no", report_to=[], use_cpu=True, seed=s.seed, data_seed=s.seed,
+                disable_tqdm=not progress, dataloader_num_workers=0,
+            )
+            trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+            losses.append(trainer.train().training_loss)
+        model.generation_config = GenerationConfig(eos_token_id=[eos, tok.pad_token_id], pad_token_id=tok.pad_token_id,
+                                                   do_sample=True, temperature=0.7, top_p=0.95)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        shutil.rmtree(tmp / "sft", ignore_errors=True)
+        lengths = [len(ids) for ids, _ in (render(d, tok) for d in demos[:200])]
+        info = {"key": s.key(), "categories": list(CATEGORIES), "demo_right": right,
+                "train_loss": {"copy": losses[0], "demos": losses[1]},
+                "parameters": sum(p.numel() for p in model.parameters()),
+                "mean_tokens_per_demo": sum(lengths) / len(lengths)}
+        (tmp / MARKER).write_text(json.dumps(info, indent=1))
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    return path, True
