@@ -223,7 +223,7 @@ def copy_drills(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
             rng.shuffle(tools)
             menu = menu_names(tools)
             name = next(k for k, e in menu.items() if e.category == category)
-            listing = "\n".join(json.dumps({"name": k, "description": e.description}) for k, e in menu.items())
+            listing = "\n".join(json.dumps({"name": k}) for k in menu)
             call = json.dumps({"name": name, "arguments": {"question": question}}, ensure_ascii=False)
             drills.append((f"<|im_start|>system\n<tools>\n{listing}\n</tools><|im_end|>\n<|im_start|>user\n"
                            f"{question}<|im_end|>\n<|im_start|>assistant\n",
@@ -267,7 +267,7 @@ class WarmSettings:
     """What the cached model depends on (its marker); sized for 2 CPU cores."""
 
     seed: int = 0
-    copy_steps: int = 500  # stage 1: copy drills
+    copy_steps: int = 1000  # stage 1: copy drills
     copy_batch_size: int = 32
     copy_learning_rate: float = 3e-3
     n_demos: int = 3200  # stage 2: the protocol demonstrations, one pass
@@ -283,7 +283,7 @@ class WarmSettings:
     def key(self) -> dict[str, Any]:
         src = hashlib.sha1(json.dumps([TOOLS, NAMES, DESCRIPTIONS, KINDS, CATEGORIES, EASY_BANK, HARD_BANK,
                                        P_MALFORMED, P_WRONG_TOOL, P_BAD_ARGS, P_BAD_ANSWER]).encode()).hexdigest()[:12]
-        return {"version": WARM_VERSION, "demos": src, "drills": 2, **self.__dict__}
+        return {"version": WARM_VERSION, "demos": src, "drills": 3, **self.__dict__}
 
 
 def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = None, cache_dir: str | None = None,
