@@ -160,6 +160,15 @@ def _use_turns(question: str, menu: dict[str, PoolEntry], target: str, rng: rand
     return [(call, [{"role": "tool", "content": output}]), (answer, None)], ok
 
 
+def _menu(own: PoolEntry, categories: tuple[str, ...], rng: random.Random) -> tuple[dict[str, PoolEntry], str]:
+    """`own` and up to 2 tools of other categories, shuffled and named as the rollout names them; and own's name."""
+    others = [c for c in categories if c != own.category]
+    tools = [own, *(demo_tool(c, rng)[1] for c in rng.sample(others, min(2, len(others))))]
+    rng.shuffle(tools)
+    menu = menu_names(tools)
+    return menu, next(k for k, e in menu.items() if e is own)
+
+
 def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
                    cache_dir: str | None = None) -> tuple[list[Demo], dict[str, float]]:
     """`n` demonstrations over real reasoning-gym items, and the share of each kind that is right."""
@@ -179,13 +188,9 @@ def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORI
             demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(text, None)]))
             right[kind].append(ok)
             continue
-        others = [c for c in categories if c != category]
         if kind == "inner":
             text, own, built_ok = demo_tool(category, rng)
-            tools = [own, *(demo_tool(c, rng)[1] for c in rng.sample(others, min(2, len(others))))]
-            rng.shuffle(tools)
-            menu = menu_names(tools)
-            target = next(k for k, e in menu.items() if e is own)
+            menu, target = _menu(own, categories, rng)
             turns, ok = _use_turns(question, menu, target, rng)
             follow = [{"role": "user", "content": inner_build_message(menu, target, question)}]
             demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(text, follow), *turns]))
@@ -193,10 +198,7 @@ def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORI
             continue
         # the pool holds tools with r_eval > 0: mostly correct ones, some that only pass easy-looking items
         match = demo_tool(category, rng)[1]
-        tools = [match, *(demo_tool(c, rng)[1] for c in rng.sample(others, min(2, len(others))))]
-        rng.shuffle(tools)
-        menu = menu_names(tools)
-        target = next(k for k, e in menu.items() if e is match)
+        menu, target = _menu(match, categories, rng)
         turns, ok = _use_turns(question, menu, target, rng)
         demos.append(Demo(use_messages(question), [e.openai_tool(k) for k, e in menu.items()], turns))
         right[kind].append(ok and match.r_eval > 0)
@@ -343,7 +345,7 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         shutil.rmtree(tmp / "sft", ignore_errors=True)
-        lengths = [len(ids) for ids, _ in (render(d, tok) for d in demos[:200])]
+        lengths = [len(row["input_ids"]) for row in stages[1][0]]
         info = {"key": s.key(), "categories": list(CATEGORIES), "demo_right": right,
                 "train_loss": {"copy": losses[0], "demos": losses[1]},
                 "parameters": sum(p.numel() for p in model.parameters()),
