@@ -83,8 +83,11 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, title: str = "") -> Path
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if panels:
-        axes.flat[0].legend(fontsize=7)
+    if panels:  # the legend goes into a free panel when there is one, so it hides no data
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        free = len(panels) < axes.size
+        (axes.flat[-1] if free else axes.flat[0]).legend(handles, labels, fontsize=9 if free else 7,
+                                                         loc="center" if free else "best")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
