@@ -116,3 +116,11 @@ def test_use_demo_masks_tool_output_and_trains_the_answers(tok, demos):
     assert call == demo.turns[0][0] + tok.eos_token and answer == demo.turns[1][0] + tok.eos_token
     masked = tok.decode(ids[runs[0][1]: runs[1][0]])
     assert "<tool_response>" in masked and demo.turns[0][1][0]["content"] in masked
+
+
+def test_unusable_model_dir_is_a_one_line_error(tmp_path):
+    from smith.train.warm import build_warm_model
+
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(ValueError, match=r"cannot create .*/file/sub for the warm model"):
+        build_warm_model(tmp_path / "file" / "sub" / "model")

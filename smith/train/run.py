@@ -45,7 +45,10 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
         from smith.train.warm import build_warm_model
 
         with PartialState().main_process_first():
-            path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
+            try:
+                path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
+            except ValueError as e:
+                raise SystemExit(f"error: model.warm_dir: {e}") from None
     dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)

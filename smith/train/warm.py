@@ -301,7 +301,10 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
 
     s = settings or WarmSettings()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot create {path.parent} for the warm model: {e.strerror}") from None
     with FileLock(str(path) + ".lock"):
         marker = path / MARKER
         if marker.exists() and json.loads(marker.read_text()).get("key") == s.key():
