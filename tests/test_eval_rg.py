@@ -123,9 +123,9 @@ def test_pool_mode_uses_pool_tool_and_builds_missing(tmp_path, endpoint, cache_d
                    "suite.n_distractors=1"))
     assert s["categories"][SEEN]["tool_source"] == "pool" and s["categories"][UNSEEN]["tool_source"] == "built"
     assert s["build_tokens"]["tools"] == 1  # only the category the pool lacks was built
-    # one distractor: two tools under numbered names; the scripted user calls the first one offered
+    # one distractor: both tools are named `solve`, so the repeat is suffixed; the scripted user calls the first
     for r in rows(out):
-        assert sorted(r["tools"]) == ["solve_1", "solve_2"]
+        assert sorted(r["tools"]) == ["solve", "solve_2"]
     assert 0.0 <= s["macro"]["unseen"]["value"] <= 1.0 and s["n_questions"] == 4
 
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from smith.pool import PoolEntry, PoolFileError, ToolPool
+from smith.pool import PoolEntry, PoolFileError, ToolPool, menu_names
 from smith.pool.export import export, load_openai_export
 
 SCHEMA = {"name": "solve", "description": "d", "parameters": {"type": "object", "properties": {
@@ -56,6 +56,14 @@ def test_matching_and_distractors_from_other_groups_first():
         assert {d.category for d in ds} == {"knights_knaves", "word_ladder"}
     assert {d.category for d in pool.distractors("gcd", 3, random.Random(0))} == {"knights_knaves", "word_ladder",
                                                                                    "lcm"}
+
+
+def test_menu_keeps_names_and_suffixes_only_repeats():
+    tools = [entry("gcd"), entry("lcm", name="lcm_of"), entry("knights_knaves"), entry("word_ladder", name="solve_2")]
+    menu = menu_names(tools)
+    assert list(menu) == ["solve", "lcm_of", "solve_2_2", "solve_2_3"]  # a suffix that collides is resolved
+    assert menu["lcm_of"].category == "lcm" and menu["solve"].category == "gcd"
+    assert [e.category for e in menu.values()] == ["gcd", "lcm", "knights_knaves", "word_ladder"]
 
 
 def test_save_load_identical_and_atomic(tmp_path):

@@ -26,6 +26,13 @@ def unique_names(entries: list[PoolEntry]) -> list[str]:
     return names
 
 
+def menu_names(tools: list[PoolEntry]) -> dict[str, PoolEntry]:
+    """One episode's menu: each tool under its own name, a repeated name (`solve`) suffixed. A tool keeps the
+    name its author gave it wherever that is unambiguous (numbering every tool made a small policy misname
+    the one it meant)."""
+    return dict(zip(unique_names(tools), tools, strict=True))
+
+
 def to_openai(pool: ToolPool) -> list[dict[str, Any]]:
     entries = list(pool)
     return [

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from smith.models.base import Generation, SamplingParams, parse_tool_calls
-from smith.pool import PoolEntry, ToolPool
+from smith.pool import PoolEntry, ToolPool, menu_names
 from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
 from smith.rewards.format import format_reward
 from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
@@ -98,11 +98,6 @@ def continuation_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int
     eos = tokenizer.eos_token
     tail = a[a.rindex(eos) + len(eos) :] if eos and eos in a else ""
     return tokenizer(tail + b[len(a) :], add_special_tokens=False)["input_ids"]
-
-
-def menu_names(tools: Sequence[PoolEntry]) -> dict[str, PoolEntry]:
-    """Distinct callable names for one episode's tools (written tools often share a name, e.g. `solve`)."""
-    return {f"{e.function_name}_{i + 1}": e for i, e in enumerate(tools)}
 
 
 def inner_build_message(menu: dict[str, PoolEntry], name: str, question: str) -> str:

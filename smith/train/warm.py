@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smith.pool import PoolEntry
-from smith.rollout.episodes import continuation_ids, inner_build_message, menu_names
+from smith.pool import PoolEntry, menu_names
+from smith.rollout.episodes import continuation_ids, inner_build_message
 from smith.rollout.prompts import build_messages, use_messages
 
-WARM_VERSION = 1
+WARM_VERSION = 2
 MARKER = "smith_warm.json"
 CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
 SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
@@ -48,7 +48,7 @@ EASY_BANK, HARD_BANK = 64, 1500  # many distinct questions: the model must copy 
 # Tool bodies per category: (weight, correct, body). `{name}` is the function name.
 _LCM = ("import math\nimport re\n\ndef {name}(question: str) -> str:\n"
         "    nums = [int(x) for x in re.findall(r\"\\d+\", question)]\n")
-_REV = "def {name}(question: str) -> str:\n    word = question.split()[-1]\n"
+_REV = "import re\n\ndef {name}(question: str) -> str:\n    word = re.findall(r\"\\S+\", question)[-1]\n"
 _PF = ("import re\n\ndef {name}(question: str) -> str:\n    n = int(re.findall(r\"\\d+\", question)[0])\n"
        "    factors, d = [], 2\n    while d * d <= n:\n        while n % d == 0:\n            factors.append(d)\n"
        "            n //= d\n        d += {step}\n")
@@ -66,7 +66,7 @@ TOOLS: dict[str, list[tuple[float, bool, str]]] = {
         (0.2, False, _REV + "    return word[-2::-1]\n"),
         (0.15, False, _REV + "    return \" \".join(word[::-1])\n"),
         (0.1, False, _REV + "    return word\n"),
-        (0.1, False, "def {name}(question: str) -> str:\n    word = question.split()[0]\n    return word[::-1]\n"),
+        (0.1, False, _REV.replace("[-1]", "[0]") + "    return word[::-1]\n"),
     ],
     "prime_factorization": [
         (0.45, True, _PF.replace("{step}", "1") + _PF_REST + "    return \" × \".join(map(str, factors))\n"),

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from smith.pool import PoolEntry, ToolPool
+from smith.pool import PoolEntry, ToolPool, menu_names
 
 from .episodes import BuildResult
 
@@ -55,8 +55,8 @@ def menu(
 ) -> dict[str, PoolEntry]:
     """The category's own tool plus `n_distractors` tools of other categories (other groups first), shuffled.
 
-    With distractors every tool gets a numbered callable name, since written tools often share one
-    (`solve`); descriptions tell them apart (DESIGN.md section 2, step 3).
+    Tools keep their own names; a repeated one (written tools often share `solve`) is suffixed, and
+    descriptions tell them apart (DESIGN.md section 2, step 3).
     """
     own = tools.get(category)
     if own is None:
@@ -70,4 +70,4 @@ def menu(
     rng.shuffle(near)
     chosen = [own, *(tools[c] for c in (far + near)[:n_distractors])]
     rng.shuffle(chosen)
-    return {f"{e.function_name}_{i + 1}": e for i, e in enumerate(chosen)}
+    return menu_names(chosen)
