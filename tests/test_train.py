@@ -138,3 +138,18 @@ def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
     r0 = (run / "ranks" / "rank0.jsonl").read_text().splitlines()
     r1 = (run / "ranks" / "rank1.jsonl").read_text().splitlines()
     assert len(r0) == 2 and r0 == r1  # same gathered advantages and the same pool on both ranks
+
+
+def test_task_stream_is_stratified_and_split_one_to_one():
+    from smith.train.data import TaskSource, prompt_rows
+
+    rows = [r["prompt"] for r in prompt_rows(12)]
+    assert rows[:4] == ["build:0", "use:0", "build:1", "use:1"]
+    cats = ["lcm", "gcd", "spell_backward"]
+    source = TaskSource(cats, 4, 16, seed=3, cache_dir=None)
+    for kind in ("build", "use"):
+        drawn = [source.category(kind, i) for i in range(30)]
+        assert all(sorted(drawn[i:i + 3]) == sorted(cats) for i in range(0, 30, 3))  # each run of 3 covers all
+        assert len({tuple(drawn[i:i + 3]) for i in range(0, 30, 3)}) > 1  # in a seeded, changing order
+    assert [source.category("build", i) for i in range(6)] != [
+        TaskSource(cats, 4, 16, seed=4, cache_dir=None).category("build", i) for i in range(6)]

@@ -1,7 +1,10 @@
 """The training prompt stream: rows alternate build / use so every batch splits exactly 1:1.
 
-Each row is a key ("build:17"); the rollout turns it into a task deterministically from the row index,
+Each row is a key ("build:17": the 17th build task); the rollout turns it into a task deterministically,
 so a resumed run (the Trainer skips consumed rows) replays exactly the tasks it would have seen.
+Categories are stratified: each run of len(categories) tasks of a kind covers every category once, in a
+seeded order, so a batch's mix of categories (and with it the reward) varies far less from step to step
+than with independent draws, without favouring any category.
 """
 
 from __future__ import annotations
@@ -43,10 +46,16 @@ class TaskSource:
                 size = max(size // 2, self.k_heldout + 1)
         return self._banks[key]
 
+    def category(self, kind: str, ordinal: int) -> str:
+        block, position = divmod(ordinal, len(self.categories))
+        order = sorted(self.categories)
+        random.Random(f"{self.seed}:{kind}:{block}").shuffle(order)
+        return order[position]
+
     def task(self, key: str) -> BuildTask | UseTask:
-        kind = key.partition(":")[0]
+        kind, _, ordinal = key.partition(":")
         rng = random.Random(f"{self.seed}:{key}")
-        category = rng.choice(self.categories)
+        category = self.category(kind, int(ordinal))
         examples = rng.sample(self.bank(category, self.band_examples), self.n_examples)
         hard = self.bank(category, self.band_heldout)
         if kind == "build":
@@ -58,10 +67,16 @@ class TaskSource:
 
 
 def prompt_rows(n_prompts: int, build_fraction: float = 0.5) -> list[dict[str, str]]:
-    """Interleaved keys; with an even prompts-per-step the sampler gives every batch half build, half use."""
+    """Interleaved keys (kind, ordinal within the kind); with an even prompts-per-step the sampler gives every
+    batch half build, half use."""
     if build_fraction != 0.5:
         period = round(1 / build_fraction) if build_fraction > 0 else 0
         kinds = ["build" if period and i % period == 0 else "use" for i in range(n_prompts)]
     else:
         kinds = ["build" if i % 2 == 0 else "use" for i in range(n_prompts)]
-    return [{"prompt": f"{k}:{i}"} for i, k in enumerate(kinds)]
+    seen = {"build": 0, "use": 0}
+    rows = []
+    for k in kinds:
+        rows.append({"prompt": f"{k}:{seen[k]}"})
+        seen[k] += 1
+    return rows
