@@ -12,7 +12,7 @@ mode=build_use`, 2 distractor tools as in training), and as its last line
 gain = mean (evaluation + use reward) over the last 5 steps minus over the first 5; paired = mean over the
 last 5 steps of (smith - control); each averaged over seeds.
 
-    python benchmarks/learning.py [--seeds 0 1 2] [--steps 40] [--eval-items 10] [--out DIR]
+    python benchmarks/learning.py [--seeds 0 1 2] [--steps 30] [--eval-items 10] [--out DIR]
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from smith.train.progress import COLUMNS, learning_gain, paired_gap, read_metrics, window_means  # noqa: E402
-from smith.train.warm import CATEGORIES  # noqa: E402
 
 
 def _env() -> dict[str, str]:
@@ -53,9 +54,12 @@ def train_arms(seed: int, steps: int, out: Path, extra: list[str]) -> dict[str, 
 
 
 def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
+    """On the run's own categories, with as many distractors as its use menus had (at most 2)."""
     dest = out / f"{run.name}-rg"
+    categories = yaml.safe_load((run / "config.yaml").read_text())["tasks"]["categories"]
     args = [sys.executable, "eval.py", "suite=rg", "mode=build_use", f"model={run / f'checkpoint-{steps}'}",
-            f"suite.categories=[{','.join(CATEGORIES)}]", "suite.splits=[seen]", "suite.n_distractors=2",
+            f"suite.categories=[{','.join(categories)}]", "suite.splits=[seen]",
+            f"suite.n_distractors={min(2, len(categories) - 1)}",
             f"limit={items}", f"output_dir={dest}"]
     subprocess.run(args, cwd=ROOT, env=_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cells = json.loads((dest / "summary.json").read_text())["categories"].values()
@@ -65,7 +69,7 @@ def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--eval-items", type=int, default=10, help="held-out questions per category")
     ap.add_argument("--out", default=None, help="where runs go (default: a temporary directory)")
     ap.add_argument("overrides", nargs="*", help="extra train.py overrides for both arms")

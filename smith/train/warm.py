@@ -48,7 +48,7 @@ EASY_BANK, HARD_BANK = 64, 1500  # many distinct questions: the model must copy 
 # Tool bodies per category: (weight, correct, body). `{name}` is the function name.
 _LCM = ("import math\nimport re\n\ndef {name}(question: str) -> str:\n"
         "    nums = [int(x) for x in re.findall(r\"\\d+\", question)]\n")
-_REV = "import re\n\ndef {name}(question: str) -> str:\n    word = re.findall(r\"\\S+\", question)[-1]\n"
+_REV = "import re\n\ndef {name}(question: str) -> str:\n    word = re.split(r\"\\s+\", question.strip())[-1]\n"
 _PF = ("import re\n\ndef {name}(question: str) -> str:\n    n = int(re.findall(r\"\\d+\", question)[0])\n"
        "    factors, d = [], 2\n    while d * d <= n:\n        while n % d == 0:\n            factors.append(d)\n"
        "            n //= d\n        d += {step}\n")
@@ -86,7 +86,7 @@ DESCRIPTIONS = {
                             "Factors the number into primes, separated by ×."],
 }
 # Episode mix and the use mistakes' rates.
-KINDS = (("build", 0.35), ("use", 0.5), ("inner", 0.15))
+KINDS = (("build", 0.42), ("use", 0.43), ("inner", 0.15))
 P_MALFORMED, P_WRONG_TOOL, P_BAD_ARGS, P_BAD_ANSWER = 0.08, 0.15, 0.1, 0.1
 
 
@@ -273,7 +273,7 @@ class WarmSettings:
     copy_batch_size: int = 32
     copy_learning_rate: float = 3e-3
     n_demos: int = 3200  # stage 2: the protocol demonstrations, one pass
-    epochs: float = 1.0
+    epochs: float = 1.25
     learning_rate: float = 2e-3
     batch_size: int = 8
     vocab_size: int = 3072
