@@ -19,7 +19,9 @@ Tokens of tool outputs and prompts are excluded from the loss. The BPE tokenizer
 rendered text, so a build response is about 100 tokens. Questions come from banks of 1,500 hard items per
 category, so a use demonstration is almost never repeated: the model has to copy the question and the
 tool's name and output from its context, it cannot memorise them (with 64-item banks it did, and never
-learned to copy). Deterministic per seed; cached per directory.
+learned to copy). Deterministic per seed; cached per directory. The model never learns to write a parseable
+`spell_backward` tool (it does not tell that category from its examples; docs/training.md), so `recipe=tiny`
+trains on the other two; spell_backward tools still appear as menu distractors in the use demonstrations.
 """
 
 from __future__ import annotations
