@@ -9,6 +9,7 @@ import errno
 import os
 import socket
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -486,7 +487,15 @@ def test_missing_function(sb, baseline):
 def test_zz_after_the_corpus_everything_is_clean(sb, baseline):
     assert sb.quiesce()
     for worker in sb.workers:  # exactly one process per worker: its fresh, idle, pre-forked next tool
-        procs = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and worker.owns_uid(p.info["uids"].real)]
+        # the fork server replies as soon as it forks; the child takes the run's uid a moment later (before it
+        # reads any code), so on a loaded machine give it a few seconds to show up under that uid
+        deadline = time.monotonic() + 10
+        while True:
+            procs = [p for p in psutil.process_iter(["uids"])
+                     if p.info["uids"] and worker.owns_uid(p.info["uids"].real)]
+            if len(procs) == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert len(procs) == 1 and procs[0].num_threads() == 1 and procs[0].children() == []
     assert {w.proc.pid for w in sb.workers} == baseline["servers"]  # no fork server died or was replaced
     assert _fds() == baseline["fds"]
