@@ -3,7 +3,7 @@ update is disabled (learning rate 0), same seeds and task stream, compared step 
 
 A sign error in the advantages, a wrong loss mask or advantages routed to the wrong samples all pass the
 unit tests; they fail this one (flipping the advantage sign was checked to fail it: docs/training.md).
-Part of the default run: two 30-step runs side by side, about 4 minutes on 2 cores.
+Part of the default run: two 30-step runs side by side, about 5 minutes on 2 cores.
 """
 
 from __future__ import annotations
