@@ -1,4 +1,4 @@
-"""smith.rewards: format (gate), use (eta), judge (prompt, parser, mapping) as pure functions with
+"""smith.rewards: format, use (eta), judge (prompt, parser, mapping) as pure functions with
 hand-computed values."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smith.rewards import efficiency
-from smith.rewards.format import format_reward, gate
+from smith.rewards.format import format_reward
 from smith.rewards.judge import JUDGE_NEUTRAL, JudgeScores, judge_prompt, judge_reward, parse_judge_reply
 from smith.rewards.use import correctness_reward
 from smith.toolspec import ParseResult, Reason, ToolSpec
@@ -30,13 +30,6 @@ def test_format_reward_is_half_or_zero():
     assert format_reward(OK) == 0.5
     for bad in (SYNTAX, MISMATCH, MISSING):
         assert format_reward(bad) == 0.0
-
-
-def test_malformed_pair_zeroes_every_axis():
-    axes = {"format": 0.5, "eval": 0.75, "judge": -0.5}
-    assert gate(OK, axes) == axes
-    assert gate(MISSING, axes) == {"format": 0.0, "eval": 0.0, "judge": 0.0}
-    assert gate(SYNTAX, axes) == {"format": 0.0, "eval": 0.0, "judge": 0.0}
 
 
 # ---------------------------------------------------------------- use: eta and r_correct

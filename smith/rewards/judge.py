@@ -7,8 +7,8 @@ overall quality in [0, 1], kept as its own axis, and
 
 An unparseable judge reply is logged and gives `JUDGE_NEUTRAL` = NaN: "no judgement", which the
 per-axis advantage (DESIGN.md section 2.4) ignores like an axis that does not apply, so a broken reply
-neither rewards nor punishes the tool. Under the format gate (rewards.format.gate) a syntax error or a
-mismatch already zeroes every axis; the two branches matter where a recipe scores such tools anyway.
+neither rewards nor punishes the tool. A malformed build zeroes every other axis; these two branches are
+the judge axis of such a build (smith.rollout.episodes.Rollout.grade_build).
 """
 
 from __future__ import annotations
