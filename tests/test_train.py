@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -153,3 +154,15 @@ def test_task_stream_is_stratified_and_split_one_to_one():
         assert len({tuple(drawn[i:i + 3]) for i in range(0, 30, 3)}) > 1  # in a seeded, changing order
     assert [source.category("build", i) for i in range(6)] != [
         TaskSource(cats, 4, 16, seed=4, cache_dir=None).category("build", i) for i in range(6)]
+
+
+@pytest.mark.parametrize("override", ["evaluator.kind=selff", "judge.kind=off", "generation.backend=vllm2",
+                                      "sandbox.isolation=none"])
+def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path):
+    cfg = compose("config", ["recipe=tiny", override])
+    with pytest.raises(SystemExit, match=rf"^error: {re.escape(override)} is not one of "):
+        train(cfg, tmp_path / "run")
+    out = subprocess.run([sys.executable, "train.py", "recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith(f"error: {override} is not one of")
+    assert not (tmp_path / "cli").exists()  # no empty run directory left behind

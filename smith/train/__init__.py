@@ -32,6 +32,7 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
 
 
 def run(cfg: DictConfig) -> Path:
-    from smith.train.run import train
+    from smith.train.run import check_choices, train
 
+    check_choices(cfg)  # before the run directory exists
     return train(cfg, resolve_run_dir(cfg))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
@@ -166,6 +166,24 @@ def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
     return load_backend(f"openai:{section.base_url}#{section.model_name}", cfg)
 
 
+CHOICES = {
+    "device": ("auto", "cpu", "cuda"),
+    "evaluator.kind": ("self", "direct", "external"),
+    "judge.kind": ("self", "external", "none"),
+    "generation.backend": ("hf", "vllm", "scripted"),
+    "generation.vllm_mode": ("colocate", "server"),
+    "sandbox.isolation": ("strict", "process"),
+}
+
+
+def check_choices(cfg: DictConfig) -> None:
+    """A misspelt enumerated value fails here in one line, before any model loads (it used to mean None)."""
+    for key, valid in CHOICES.items():
+        value = OmegaConf.select(cfg, key)
+        if str(value) not in valid:
+            raise SystemExit(f"error: {key}={value} is not one of {', '.join(valid)}")
+
+
 def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from accelerate import PartialState
     from datasets import Dataset
@@ -175,6 +193,7 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from smith.tasks import load_catalog
     from smith.train.data import TaskSource, prompt_rows
 
+    check_choices(cfg)
     state = PartialState()
     on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
     torch.manual_seed(int(cfg.seed))
