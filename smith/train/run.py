@@ -168,6 +168,7 @@ def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
 
 CHOICES = {
     "device": ("auto", "cpu", "cuda"),
+    "dapo.loss_norm": ("per_kind", "batch"),
     "evaluator.kind": ("self", "direct", "external"),
     "judge.kind": ("self", "external", "none"),
     "generation.backend": ("hf", "vllm", "scripted"),

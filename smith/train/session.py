@@ -43,6 +43,7 @@ class Session:
         self.weights = torch.tensor([float(cfg.rewards.weights[a]) for a in AXES])
         self.std_floor = float(cfg.dapo.std_floor)
         self.dynamic_sampling = bool(cfg.dapo.dynamic_sampling)
+        self.per_kind_loss = cfg.dapo.loss_norm == "per_kind"
         self.sync_every = int(cfg.evaluator.sync_every)
         self.has_evaluator_copy = cfg.evaluator.kind == "self" or cfg.judge.kind == "self"
         self.last_sync = 0

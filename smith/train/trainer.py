@@ -3,7 +3,8 @@ dynamic sampling, and a frozen evaluator/judge adapter re-synced to the policy e
 
 DESIGN.md section 3: TRL gives DAPO, clip-higher, truncation masking, PEFT, vLLM and accelerate; smith
 adds `rollout_func` episodes, normalise-then-sum with a std floor per axis, dropped zero-signal groups,
-and the synced copy. Only `_calculate_rewards` and `_generate_and_score_completions` are overridden.
+and the synced copy, and the paper's loss split (`_compute_loss`: build and use DAPO terms, each over its own
+tokens). Only `_calculate_rewards`, `_generate_and_score_completions` and `_compute_loss` are overridden.
 """
 
 from __future__ import annotations
@@ -117,9 +118,12 @@ class SmithTrainer(GRPOTrainer):
         # dropped groups leave the loss and the DAPO token denominator
         mask = out.get("tool_mask", torch.ones_like(out["completion_mask"]))
         out["tool_mask"] = mask * keep.unsqueeze(1).to(mask.dtype)
-        out["num_items_in_batch"] = self.accelerator.gather(
-            (out["completion_mask"] * out["tool_mask"]).sum()
-        ).sum()
+        kept = out["completion_mask"] * out["tool_mask"]
+        out["num_items_in_batch"] = self.accelerator.gather(kept.sum()).sum()
+        is_build = torch.tensor([x["prompt"].startswith("build:") for x in inputs], device=kept.device)
+        out["is_build"] = is_build  # split with the batch by TRL, like every (B, ...) tensor
+        out["num_items_build"] = self.accelerator.gather(kept[is_build].sum()).sum()
+        out["num_items_use"] = self.accelerator.gather(kept[~is_build].sum()).sum()
         metrics = self._metrics[mode]
         metrics["dynamic_sampling/frac_dropped"].append(1.0 - adv.keep.float().mean().item())
         for i, axis in enumerate(AXES):
@@ -132,6 +136,24 @@ class SmithTrainer(GRPOTrainer):
         if self.accelerator.num_processes > 1:  # what every rank must agree on, for multi-rank checks
             cfg.log_rank(self.accelerator.process_index, self.state.global_step, adv.advantages.tolist())
         return out
+
+    # -- loss ----------------------------------------------------------------------------------------
+    def _compute_loss(self, model, inputs):  # noqa: ANN001
+        """SMITH's L = L_DAPO(B_build) + L_DAPO(B_use), each normalised by its own kept-token count (all ranks),
+        one backward pass. With one denominator (`dapo.loss_norm=batch`) the longer build completions would
+        down-weight the use half."""
+        if not self.smith.per_kind_loss:
+            return super()._compute_loss(model, inputs)
+        is_build = inputs["is_build"]
+        loss = 0.0
+        for rows, count in ((is_build, inputs["num_items_build"]), (~is_build, inputs["num_items_use"])):
+            if rows.any():
+                part = {k: v[rows] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == rows.shape[0] else v
+                        for k, v in inputs.items()}
+            else:  # no sample of this kind here: the term still runs (its metrics are collectives) and adds 0
+                part = {**inputs, "tool_mask": torch.zeros_like(inputs["tool_mask"])}
+            loss = loss + super()._compute_loss(model, {**part, "num_items_in_batch": count})
+        return loss
 
 
 def format_reasons(samples: list[Any]) -> Counter:
