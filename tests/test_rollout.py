@@ -206,6 +206,31 @@ def test_large_pool_menus_come_from_the_retriever(tok, sandbox, bank):
     assert len(paper) == 3 and "lcm" in {e.category for _, e in paper}  # no retriever: 1 matching + 2
 
 
+def test_a_group_split_across_ranks_sees_one_menu(tok, sandbox, bank):
+    """Two ranks (their own RNGs) rolling out halves of one GRPO group show the same menu; other groups and other
+    steps draw their own."""
+    pool = ToolPool()
+    for i in range(4):  # several tools per category, so the draw of match and distractors matters
+        pool.admit(PoolEntry("spell_backward", REVERSE.replace("spell_backward", f"rev{i}"),
+                             {**SCHEMA, "name": f"rev{i}"}, f"rev{i}", 1.0))
+        pool.admit(PoolEntry("lcm", LCM.replace("lcm_tool", f"lcm{i}"), {**LCM_SCHEMA, "name": f"lcm{i}"}, f"lcm{i}",
+                             1.0))
+    item = bank[("spell_backward", "hard")][0]
+
+    def prompts(key: str, rank_seed: int, step: int = 1) -> list[list[int]]:
+        ro = make(ScriptedBackend(tok, lambda ctx: "done"), sandbox, pool, step=step)
+        try:
+            return [s.prompt_ids for s in ro.run([], [UseTask("spell_backward", [], item, key=key)] * 2,
+                                                 random.Random(rank_seed))]
+        finally:
+            ro.close()
+
+    rank0, rank1 = prompts("0:use:7", 0), prompts("0:use:7", 1)
+    assert rank0[0] == rank0[1] == rank1[0] == rank1[1]
+    others = [prompts(f"0:use:{k}", 0)[0] for k in range(8)] + [prompts("0:use:7", 0, step=s)[0] for s in range(8)]
+    assert len({tuple(p) for p in others}) > 1
+
+
 def test_each_use_episode_has_its_own_token_budget(tok, sandbox, bank):
     """A long neighbour in the batch must not cut a short episode (one budget per episode, not min(room))."""
     pool = ToolPool(groups={"spell_backward": "Algorithms", "lcm": "Arithmetic"})

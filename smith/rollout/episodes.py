@@ -66,6 +66,9 @@ class UseTask:
     examples: list[Any]  # for building a tool first when the pool has none
     item: Any  # the target question (hard band)
     heldout: list[Any] = field(default_factory=list)  # grading items for an inner build
+    # the GRPO group's identity: its menu is drawn from an RNG seeded by (key, step), so a group that TRL splits
+    # across ranks shows every rank the same menu (the pools are identical; the ranks' own RNGs are not)
+    key: str | None = None
 
 
 @dataclass
@@ -286,7 +289,8 @@ class Rollout:
         inner: list[int] = []
         for t in tasks:
             if id(t) not in menus:
-                menus[id(t)] = self.menu(t.category, rng, t.item.question)
+                group_rng = random.Random(f"{t.key}:{self.s.step}") if t.key is not None else rng
+                menus[id(t)] = self.menu(t.category, group_rng, t.item.question)
             menu = menus[id(t)]
             if menu is None:  # no pool tool yet: build one first, inside the episode
                 ids = self.policy.render(build_messages(t.examples))

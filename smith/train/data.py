@@ -62,7 +62,7 @@ class TaskSource:
             return BuildTask(category, examples, rng.sample(hard, self.k_heldout))
         if kind == "use":
             picked = rng.sample(hard, self.k_heldout + 1)
-            return UseTask(category, examples, picked[0], picked[1:])
+            return UseTask(category, examples, picked[0], picked[1:], key=f"{self.seed}:{key}")
         raise ValueError(f"bad task key '{key}' (want build:N or use:N)")
 
 
