@@ -139,6 +139,13 @@ def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
     r0 = (run / "ranks" / "rank0.jsonl").read_text().splitlines()
     r1 = (run / "ranks" / "rank1.jsonl").read_text().splitlines()
     assert len(r0) == 2 and r0 == r1  # same gathered advantages and the same pool on both ranks
+    assert len(json.loads(r0[0])["advantages"]) == 4  # prompts_per_step x G over both ranks, not per rank
+    # each rank logs its own episodes (2 a step here: rank 0 holds the build group, rank 1 the use group, so each
+    # runs the loss term of the kind it lacks on a zero mask, and the collectives still line up)
+    logs = [[json.loads(x) for x in (run / name).read_text().splitlines()]
+            for name in ("rollouts.jsonl", "rollouts.rank1.jsonl")]
+    assert [[(e["step"], e["kind"]) for e in log] for log in logs] == [
+        [(1, "build")] * 2 + [(2, "build")] * 2, [(1, "use")] * 2 + [(2, "use")] * 2]
 
 
 def test_task_stream_is_stratified_and_split_one_to_one():
@@ -166,3 +173,39 @@ def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path):
                          cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith(f"error: {override} is not one of")
     assert not (tmp_path / "cli").exists()  # no empty run directory left behind
+
+
+def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_path):
+    import http.server
+    import threading
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"object": "list", "data": [{"id": "Qwen/Qwen3-8B"}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    up = f"http://127.0.0.1:{server.server_port}/v1"
+    try:
+        for base, model, message in [
+            ("http://127.0.0.1:9/v1", "m", r"^error: judge endpoint http://127.0.0.1:9/v1/models is not answering"),
+            (up, "Qwen/Qwen3-30B-A3B-Instruct-2507", r"^error: judge endpoint .* serves \['Qwen/Qwen3-8B'\], not "
+                                                     r"judge.model_name=Qwen/Qwen3-30B-A3B-Instruct-2507$"),
+        ]:
+            cfg = compose("config", ["recipe=tiny", "judge.kind=external", f"judge.base_url={base}",
+                                     f"judge.model_name={model}"])
+            with pytest.raises(SystemExit, match=message):
+                train(cfg, tmp_path / "run")
+    finally:
+        server.shutdown()
+    out = subprocess.run([sys.executable, "train.py", "recipe=qwen3-8b", "judge.base_url=http://127.0.0.1:9/v1",
+                          f"output_dir={tmp_path / 'cli'}"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith("error: judge endpoint")
+    assert not (tmp_path / "cli").exists()

@@ -9,11 +9,16 @@ from omegaconf import DictConfig
 
 
 def resolve_run_dir(cfg: DictConfig) -> Path:
-    """The run directory, computed once on rank 0 and broadcast, so ranks never race on timestamps."""
+    """The run directory, computed once on rank 0 and broadcast, so ranks never race on timestamps.
+
+    First use of the process state: without `cpu=True` a CPU-only torchrun looks like one process here (while
+    the Trainer's own Accelerator sees all), so every rank would name its own run directory and size the batch
+    as if alone."""
+    import torch
     from accelerate import PartialState
     from accelerate.utils import broadcast_object_list
 
-    state = PartialState()
+    state = PartialState(cpu=cfg.device == "cpu" or not torch.cuda.is_available())
     if cfg.resume:
         path = str(cfg.resume)
     elif cfg.output_dir:
@@ -32,7 +37,7 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
 
 
 def run(cfg: DictConfig) -> Path:
-    from smith.train.run import check_choices, train
+    from smith.train.run import check_config, train
 
-    check_choices(cfg)  # before the run directory exists
+    check_config(cfg)  # before the run directory exists
     return train(cfg, resolve_run_dir(cfg))

@@ -85,8 +85,9 @@ class Session:
             f.write(json.dumps(row) + "\n")
 
     # -- logging ---------------------------------------------------------------------------------------
-    def record(self, samples: list[Sample]) -> None:
-        """Per-step metrics beyond TRL's own: format failures, pool sizes, use outcomes, timing."""
+    def record(self, samples: list[Sample], rank: int = 0, step: int = 0) -> None:
+        """Per-step metrics beyond TRL's own: format failures, pool sizes, use outcomes, timing; and this rank's
+        episodes, appended to its own log (ranks never share a file)."""
         m: dict[str, float] = {}
         builds = [s for s in samples if "parse" in s.trace]
         for reason, n in format_reasons(samples).items():
@@ -105,9 +106,9 @@ class Session:
         for k, v in self.timing.items():
             m[f"time/{k}"] = v
         self.step_metrics = m
-        with (self.run_dir / "rollouts.jsonl").open("a") as f:
+        with (self.run_dir / ("rollouts.jsonl" if rank == 0 else f"rollouts.rank{rank}.jsonl")).open("a") as f:
             for s in samples:
-                f.write(json.dumps({"kind": s.kind, "category": s.category, "rewards": _clean(s.rewards),
+                f.write(json.dumps({"step": step, "kind": s.kind, "category": s.category, "rewards": _clean(s.rewards),
                                     "truncated": s.truncated, "trace": s.trace}, default=str) + "\n")
 
 
