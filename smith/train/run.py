@@ -11,6 +11,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import torch
 from omegaconf import DictConfig, OmegaConf
 
@@ -161,8 +162,6 @@ def make_retriever(cfg: DictConfig) -> Any:
 def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
     from smith.models import load_backend
 
-    if not section.base_url or not section.model_name:
-        raise SystemExit("error: an external evaluator/judge needs base_url and model_name in the recipe")
     return load_backend(f"openai:{section.base_url}#{section.model_name}", cfg)
 
 
@@ -177,12 +176,28 @@ CHOICES = {
 }
 
 
-def check_choices(cfg: DictConfig) -> None:
-    """A misspelt enumerated value fails here in one line, before any model loads (it used to mean None)."""
+def check_config(cfg: DictConfig) -> None:
+    """Fail in one line before any model loads: a misspelt enumerated value (it used to mean None), or an
+    external evaluator/judge endpoint that is not up or does not serve the named model."""
     for key, valid in CHOICES.items():
         value = OmegaConf.select(cfg, key)
         if str(value) not in valid:
             raise SystemExit(f"error: {key}={value} is not one of {', '.join(valid)}")
+    for part in ("evaluator", "judge"):
+        section = cfg[part]
+        if section.kind != "external":
+            continue
+        if not section.base_url or not section.model_name:
+            raise SystemExit(f"error: {part}.kind=external needs {part}.base_url and {part}.model_name")
+        url = f"{str(section.base_url).rstrip('/')}/models"
+        try:
+            served = [m["id"] for m in httpx.get(url, timeout=10).raise_for_status().json()["data"]]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"error: {part} endpoint {url} is not answering ({type(e).__name__}: {e}); start "
+                             "it first (docs/training.md, 'Recipes')") from None
+        if str(section.model_name) not in served:
+            raise SystemExit(f"error: {part} endpoint {section.base_url} serves {served}, not "
+                             f"{part}.model_name={section.model_name}")
 
 
 def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
@@ -194,7 +209,7 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from smith.tasks import load_catalog
     from smith.train.data import TaskSource, prompt_rows
 
-    check_choices(cfg)
+    check_config(cfg)
     state = PartialState()
     on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
     torch.manual_seed(int(cfg.seed))
