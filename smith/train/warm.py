@@ -41,7 +41,7 @@ from smith.pool import PoolEntry, menu_names
 from smith.rollout.episodes import continuation_ids, inner_build_message
 from smith.rollout.prompts import build_messages, use_messages
 
-WARM_VERSION = 2
+WARM_VERSION = 3
 MARKER = "smith_warm.json"
 CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
 SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
@@ -79,8 +79,9 @@ TOOLS: dict[str, list[tuple[float, bool, str]]] = {
         (0.1, False, _PF.replace("{step}", "2") + _PF_REST + "    return \" × \".join(map(str, factors))\n"),
     ],
 }
-NAMES = {"lcm": ["lcm_of_numbers", "least_common_multiple"], "spell_backward": ["spell_backward", "reverse_word"],
-         "prime_factorization": ["prime_factors", "factorize"]}
+# One function name per category: with two, a quarter of the v2 policy's use calls named the category's other
+# name, which was not in the menu (unknown tool), so the use axis stayed low whatever the tool's quality.
+NAMES = {"lcm": "lcm_of_numbers", "spell_backward": "spell_backward", "prime_factorization": "prime_factors"}
 DESCRIPTIONS = {
     "lcm": ["Least common multiple of the numbers in the question.", "Finds the LCM of the listed numbers."],
     "spell_backward": ["Spells the word in the question backward.", "Reverses the last word of the question."],
@@ -109,9 +110,9 @@ def _choose(rng: random.Random, weighted: list[tuple[float, bool, str]]) -> tupl
 def demo_tool(category: str, rng: random.Random, malformed: bool = False) -> tuple[str, PoolEntry, bool]:
     """A demonstrated tool: (response text, the pool entry it would make, is it correct)."""
     correct, body = _choose(rng, TOOLS[category])
-    name = rng.choice(NAMES[category])
+    name = NAMES[category]
     code = body.format(name=name)
-    schema = {"name": rng.choice([n for n in NAMES[category] if n != name]) if malformed else name,
+    schema = {"name": rng.choice([n for c, n in NAMES.items() if c != category]) if malformed else name,
               "description": rng.choice(DESCRIPTIONS[category]),
               "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
                              "required": ["question"]}}
