@@ -281,3 +281,35 @@ def test_an_episode_past_its_budget_after_an_inner_build_stops_cleanly(tok, sand
     assert s.rewards["evaluation"] == 1.0  # the inner build itself was complete and graded
     assert len(calls) == 1  # no use turn was generated with a budget of <= 0 tokens
     assert s.truncated and s.rewards["use"] == 0.0 and len(s.completion_ids) > 600
+
+
+def test_tasks_catalog_drives_items_and_scoring(tok, sandbox, tmp_path):
+    """A category that exists only in a custom catalog (`tasks.catalog`): its items come from that file's bands
+    and answers are scored with it (the packaged catalog does not know it)."""
+    import math
+
+    from smith.tasks import load_catalog
+    from smith.train.data import TaskSource
+
+    path = tmp_path / "catalog.yaml"
+    path.write_text(
+        "categories:\n  lcm_pairs:\n    group: Arithmetic\n    split: seen\n    dataset: lcm\n"
+        "    easy: {min_numbers: 2, max_numbers: 2, min_value: 2, max_value: 20}\n"
+        "    hard: {min_numbers: 2, max_numbers: 2, min_value: 100, max_value: 1000}\n"
+        "    measure: number(answer)\n    why: two numbers only.\n")
+    catalog = load_catalog(path)
+    source = TaskSource(["lcm_pairs"], 4, 4, seed=0, cache_dir=str(tmp_path / "items"), bank_size=8,
+                        catalog=catalog)
+    task = source.task("use:0")
+    numbers = [int(x) for x in re.findall(r"\d+", task.item.question.split(":")[-1])]
+    assert len(numbers) == 2 and all(n >= 100 for n in numbers)  # the custom hard band, not lcm's 3-4 numbers
+    pool = ToolPool()
+    pool.admit(PoolEntry("lcm_pairs", LCM, LCM_SCHEMA, "lcm_tool", 1.0))
+    answer = str(math.lcm(*numbers))
+    ro = Rollout(ScriptedBackend(tok, lambda ctx: answer), sandbox, Limits(timeout_s=2.0, memory_mb=256), pool,
+                 RolloutSettings(max_completion_length=600, evaluator="direct", judge="none"), catalog=catalog)
+    try:
+        (s,) = ro.run([], [task], random.Random(0))
+    finally:
+        ro.close()
+    assert s.trace["correct"] and s.rewards["use"] > 0

@@ -28,7 +28,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from smith.models.base import ChatBackend, Message, SamplingParams, parse_tool_calls
-from smith.tasks import Item, items, load_catalog, score
+from smith.tasks import Catalog, Item, items, load_catalog, score
 from smith.toolspec import ToolSpec
 
 EVALUATOR_SYSTEM = (
@@ -91,14 +91,17 @@ def _result(traces: list[QuestionTrace]) -> EvalResult:
     return EvalResult(correct / len(traces), correct, len(traces), traces)
 
 
-def _grade(item: Item, answer: str, trace: QuestionTrace) -> None:
+def _grade(item: Item, answer: str, trace: QuestionTrace, catalog: Catalog | None) -> None:
     trace.answer = answer
-    trace.status = "correct" if score(item.category, answer, item) == 1.0 else "wrong"
+    category = (catalog or load_catalog()).get(item.category)
+    trace.status = "correct" if score(category, answer, item) == 1.0 else "wrong"
 
 
-def evaluate_direct(spec: ToolSpec, items: list[Item], sandbox: Any, limits: Any = None) -> EvalResult:
+def evaluate_direct(spec: ToolSpec, items: list[Item], sandbox: Any, limits: Any = None,
+                    catalog: Catalog | None = None) -> EvalResult:
     """r_eval with the tool called once per question (question text -> its single string parameter).
-    `sandbox` is a `sandbox.Sandbox` (or `RemoteSandbox`); `limits` a `sandbox.Limits` (None: its defaults)."""
+    `sandbox` is a `sandbox.Sandbox` (or `RemoteSandbox`); `limits` a `sandbox.Limits` (None: its defaults);
+    `catalog` scores the items (None: the packaged one)."""
     param = direct_parameter(spec)
     if param is None:
         why = "direct evaluation needs exactly one required string parameter"
@@ -109,7 +112,7 @@ def evaluate_direct(spec: ToolSpec, items: list[Item], sandbox: Any, limits: Any
         trace = QuestionTrace(it.id, res.status, expected=it.answer, error=res.error, seconds=res.seconds, turns=1)
         trace.calls.append({"arguments": {param: "<question>"}, "status": res.status, "error": res.error})
         if res.status == "ok":
-            _grade(it, output_text(res.value), trace)
+            _grade(it, output_text(res.value), trace, catalog)
         traces.append(trace)
     return _result(traces)
 
@@ -138,6 +141,7 @@ def evaluate_with_model(
     max_turns: int = 3,
     params: SamplingParams | None = None,
     tool_name: str | None = None,
+    catalog: Catalog | None = None,
 ) -> EvalResult:
     """r_eval with an evaluator model that must answer each question through the tool (see the module
     docstring for exactly what counts). All open questions go to `backend.chat` in one batch per turn,
@@ -201,7 +205,7 @@ def evaluate_with_model(
     for it, trace, answer in zip(items, traces, graded, strict=True):
         if answer is not None:
             trace.error = None
-            _grade(it, answer, trace)
+            _grade(it, answer, trace, catalog)
         elif trace.calls:
             trace.status = "error"
     return _result(traces)

@@ -25,7 +25,7 @@ from smith.rewards.format import format_reward
 from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
 from smith.rewards.use import correctness_reward
 from smith.rollout.prompts import INNER_BUILD_DONE, build_messages, use_messages
-from smith.tasks import score
+from smith.tasks import Catalog, load_catalog, score
 from smith.toolspec import Reason, parse_response
 
 AXES = ("format", "evaluation", "judge", "use")
@@ -167,10 +167,12 @@ class Rollout:
         workers: int = 4,
         admit: Any = None,
         retriever: Any = None,
+        catalog: Catalog | None = None,
     ) -> None:
         """`admit(entry) -> bool` defaults to `pool.admit`; the trainer stages admissions to share them
         across ranks so every rank's pool stays identical. `retriever` (a `smith.pool.retrieval`
-        AdaptiveRetriever) builds use menus from the whole pool once it outgrows `settings.menu_size`."""
+        AdaptiveRetriever) builds use menus from the whole pool once it outgrows `settings.menu_size`. `catalog`
+        scores answers (`tasks.catalog`; None: the packaged one)."""
         self.policy = policy
         self.sandbox = sandbox
         self.limits = limits
@@ -185,6 +187,7 @@ class Rollout:
         self.admit = admit or pool.admit
         self.retriever = retriever
         self.last_grading_wait = 0.0
+        self.catalog = catalog or load_catalog()
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -237,11 +240,11 @@ class Rollout:
             return {"format": 0.0, "evaluation": 0.0, "judge": r_judge}
         spec = parsed.spec if hasattr(parsed, "spec") else parsed
         if self.s.evaluator == "direct":
-            ev = evaluate_direct(spec, task.heldout, self.sandbox, self.limits)
+            ev = evaluate_direct(spec, task.heldout, self.sandbox, self.limits, self.catalog)
         else:
             with self._model_lock:
                 ev = evaluate_with_model(spec, task.heldout, self.evaluator, self.sandbox, limits=self.limits,
-                                         max_turns=self.s.evaluator_max_turns)
+                                         max_turns=self.s.evaluator_max_turns, catalog=self.catalog)
         trace["evaluation"] = {"correct": ev.correct, "k": ev.k}
         r_judge = self._judge(parsed, text, trace) if judged else NAN
         if ev.r_eval > 0:
@@ -380,7 +383,7 @@ class Rollout:
     def _score_use(self, s: Sample, st: dict[str, Any]) -> None:
         t = st["task"]
         answer = final_answer(st["final"]) if st["final"] is not None else None
-        correct = answer is not None and score(t.category, answer, t.item) >= 1.0
+        correct = answer is not None and score(self.catalog.get(t.category), answer, t.item) >= 1.0
         s.rewards["use"] = correctness_reward(correct, st["turns"], self.s.max_turns, self.s.eta_mid,
                                               self.s.eta_min)
         s.trace.update({"answer": answer, "correct": correct, "turns": st["turns"], "calls": st["calls"],

@@ -29,6 +29,7 @@ class TaskSource:
     bank_size: int = 64
     band_examples: str = "easy"
     band_heldout: str = "hard"
+    catalog: Any = None  # where the categories' bands come from (`tasks.catalog`); None: the packaged catalog
 
     def __post_init__(self) -> None:
         self._banks: dict[tuple[str, str], list[Any]] = {}
@@ -39,7 +40,8 @@ class TaskSource:
         size = self.bank_size
         while key not in self._banks:
             try:
-                self._banks[key] = items(category, band, size, seed=self.seed, cache_dir=self.cache_dir)
+                self._banks[key] = items(category, band, size, seed=self.seed, cache_dir=self.cache_dir,
+                                         catalog=self.catalog)
             except ValueError:
                 if size <= self.k_heldout + 1:
                     raise

@@ -221,7 +221,8 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         raise SystemExit(f"error: tasks.categories has unknown categories {unknown}; known: {catalog.names}")
     source = TaskSource(seen, int(cfg.build.n_examples), int(cfg.build.k_heldout), int(cfg.tasks.seed),
                         str(cfg.tasks.cache_dir), bank_size=int(cfg.tasks.bank_size),
-                        band_examples=str(cfg.build.band_examples), band_heldout=str(cfg.build.band_heldout))
+                        band_examples=str(cfg.build.band_examples), band_heldout=str(cfg.build.band_heldout),
+                        catalog=catalog)
     pool = ToolPool(int(cfg.pool.cap_per_category), groups={c.name: c.group for c in catalog.categories})
     policy = HFBackend(model, tok, name=model_path)
     copy = policy.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
@@ -241,7 +242,8 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         sandbox, limits = make_sandbox(cfg)
         stack.callback(sandbox.close)
         rollout = Rollout(policy, sandbox, limits, pool, rollout_settings(cfg, run_dir), evaluator=evaluator,
-                          judge=judge, workers=max(2, int(cfg.sandbox.workers)), retriever=make_retriever(cfg))
+                          judge=judge, workers=max(2, int(cfg.sandbox.workers)), retriever=make_retriever(cfg),
+                          catalog=catalog)
         stack.callback(rollout.close)
         # the warm model lives at a local path only: checkpoints name that path as their base
         base = model_path if cfg.model.name_or_path == "tiny-warm" else None
