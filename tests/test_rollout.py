@@ -15,9 +15,10 @@ import pytest
 from transformers import AutoTokenizer
 
 from sandbox import Limits
+from smith.episodes import continuation_ids
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
-from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask, continuation_ids
+from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask
 from smith.tasks import items
 
 REVERSE = "def spell_backward(question: str) -> str:\n    return question.split(':')[-1].strip()[::-1]\n"

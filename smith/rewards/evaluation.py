@@ -27,7 +27,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from smith.models.base import ChatBackend, Message, SamplingParams, parse_tool_calls
+from smith.episodes import Episode, Executor, play
+from smith.models.base import ChatBackend, SamplingParams
 from smith.tasks import Catalog, Item, items, load_catalog, score
 from smith.toolspec import ToolSpec
 
@@ -117,19 +118,42 @@ def evaluate_direct(spec: ToolSpec, items: list[Item], sandbox: Any, limits: Any
     return _result(traces)
 
 
-def _assistant_message(text: str, calls: list[dict[str, Any]], turn: int) -> Message:
-    content = text.split("<tool_call>")[0].strip() if calls else text
-    msg: Message = {"role": "assistant", "content": content}
-    if calls:
-        msg["tool_calls"] = [
-            {"id": f"call_{turn}_{j}", "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for j, c in enumerate(calls)
-        ]
-    return msg
+def _schema_executor(spec: ToolSpec, name: str, sandbox: Any, limits: Any, graded: dict[int, str]) -> Executor:
+    """Runs a turn's calls of the one tool: each checked against the schema first, all valid ones of every
+    question in one sandbox batch; the output of each question's last successful call lands in `graded`."""
+    validator = Draft202012Validator(spec.parameters)
 
+    def run(batch: list[tuple[Episode, Any]]) -> list[list[str]]:
+        outs: list[list[str]] = []
+        pending: list[tuple[list[str], int, Episode, dict[str, Any]]] = []
+        for episode, parsed in batch:
+            fed = [f"error: {e}" for e in parsed.errors]  # an unreadable call is told as such, not recorded
+            for call in parsed.calls:
+                record: dict[str, Any] = {"turn": episode.turns - 1, "name": call.name, "arguments": call.arguments}
+                episode.calls.append(record)
+                if call.name != name:
+                    problem: str | None = f"unknown tool {call.name!r}; the tool is {name!r}"
+                else:
+                    problem = next((e.message for e in validator.iter_errors(call.arguments)), None)
+                if problem is None:
+                    pending.append((fed, len(fed), episode, record))
+                    fed.append("")
+                else:
+                    record.update(status="error", error=problem)
+                    fed.append(f"error: {problem}")
+            outs.append(fed)
+        if pending:
+            results = sandbox.run(spec.code, spec.function_name, [p[3]["arguments"] for p in pending], limits=limits)
+            for (fed, slot, episode, record), res in zip(pending, results, strict=True):
+                record.update(status=res.status, error=res.error, seconds=res.seconds)
+                if res.status == "ok":
+                    graded[episode.key] = output_text(res.value)
+                    fed[slot] = graded[episode.key][:MAX_TOOL_OUTPUT_CHARS]
+                else:
+                    fed[slot] = f"error ({res.status}): {res.error}"
+        return outs
 
-def _tool_message(turn: int, j: int, content: str) -> Message:
-    return {"role": "tool", "tool_call_id": f"call_{turn}_{j}", "content": content}
+    return run
 
 
 def evaluate_with_model(
@@ -144,70 +168,25 @@ def evaluate_with_model(
     catalog: Catalog | None = None,
 ) -> EvalResult:
     """r_eval with an evaluator model that must answer each question through the tool (see the module
-    docstring for exactly what counts). All open questions go to `backend.chat` in one batch per turn,
-    and all of a turn's tool calls go to the sandbox in one `run`."""
-    if max_turns < 1:
-        raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+    docstring for exactly what counts). Message-level episodes of the one tool loop (`smith.episodes.play`):
+    all open questions go to `backend.chat` in one batch per turn, and all of a turn's tool calls go to the
+    sandbox in one `run`; calls made in the last turn still run (their output can be the graded one)."""
     name = tool_name or spec.function_name
-    tools = [spec.openai_tool(name)]
-    validator = Draft202012Validator(spec.parameters)
-    convs: list[list[Message]] = [
-        [{"role": "system", "content": EVALUATOR_SYSTEM}, {"role": "user", "content": it.question}] for it in items
-    ]
-    traces = [QuestionTrace(it.id, "no_tool_call", expected=it.answer) for it in items]
-    graded: list[str | None] = [None] * len(items)
-    open_ = list(range(len(items)))
-    for turn in range(max_turns):
-        if not open_:
-            break
-        gens = backend.chat([convs[i] for i in open_], tools=[tools] * len(open_), params=params)
-        replies: dict[int, list[Message | None]] = {}  # per question, one tool message per call, in call order
-        unreadable: dict[int, list[str]] = {}
-        pending: list[tuple[int, int, dict[str, Any], dict[str, Any]]] = []  # (question, slot, args, record)
-        still_open = []
-        for i, gen in zip(open_, gens, strict=True):
-            parsed = parse_tool_calls(gen.text)
-            calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
-            convs[i].append(_assistant_message(gen.text, calls, turn))
-            traces[i].turns = turn + 1
-            replies[i] = [None] * len(calls)
-            unreadable[i] = parsed.errors
-            for j, call in enumerate(calls):
-                record: dict[str, Any] = {"turn": turn, "name": call["name"], "arguments": call["arguments"]}
-                traces[i].calls.append(record)
-                if call["name"] != name:
-                    problem: str | None = f"unknown tool {call['name']!r}; the tool is {name!r}"
-                else:
-                    problem = next((e.message for e in validator.iter_errors(call["arguments"])), None)
-                if problem is None:
-                    pending.append((i, j, call["arguments"], record))
-                else:
-                    record.update(status="error", error=problem)
-                    replies[i][j] = _tool_message(turn, j, f"error: {problem}")
-            if calls or parsed.errors:
-                still_open.append(i)
-        results = sandbox.run(spec.code, spec.function_name, [p[2] for p in pending], limits=limits)
-        for (i, j, _, record), res in zip(pending, results, strict=True):
-            record.update(status=res.status, error=res.error, seconds=res.seconds)
-            traces[i].seconds += res.seconds
-            if res.status == "ok":
-                graded[i] = output_text(res.value)
-                content = graded[i][:MAX_TOOL_OUTPUT_CHARS]
-            else:
-                traces[i].error = res.error
-                content = f"error ({res.status}): {res.error}"
-            replies[i][j] = _tool_message(turn, j, content)
-        for i in still_open:
-            convs[i].extend(m for m in replies[i] if m is not None)
-            if unreadable[i]:
-                convs[i].append({"role": "user", "content": f"Your tool call could not be read: {unreadable[i][0]}"})
-        open_ = still_open
-    for it, trace, answer in zip(items, traces, graded, strict=True):
-        if answer is not None:
-            trace.error = None
-            _grade(it, answer, trace, catalog)
-        elif trace.calls:
+    episodes = [Episode([{"role": "system", "content": EVALUATOR_SYSTEM}, {"role": "user", "content": it.question}],
+                        {name: spec}, key=i) for i, it in enumerate(items)]
+    graded: dict[int, str] = {}
+    play(episodes, backend, params or SamplingParams(), max_turns,
+         _schema_executor(spec, name, sandbox, limits, graded), last_turn="run")
+    traces = []
+    for i, (it, e) in enumerate(zip(items, episodes, strict=True)):
+        trace = QuestionTrace(it.id, "no_tool_call", expected=it.answer, calls=e.calls, turns=e.turns,
+                              seconds=sum(c.get("seconds", 0.0) for c in e.calls))
+        if i in graded:
+            _grade(it, graded[i], trace, catalog)
+        elif e.calls:
             trace.status = "error"
+            trace.error = next((c["error"] for c in reversed(e.calls) if c.get("error")), None)
+        traces.append(trace)
     return _result(traces)
 
 

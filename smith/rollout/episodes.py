@@ -2,7 +2,8 @@
 
 Paper, "Task 1 Build" / "Task 2 Use"; DESIGN.md section 2. One `Rollout` runs a batch of episodes:
 build completions are generated first, their sandbox grading is submitted to a thread pool, and the
-use episodes are generated while it runs ("grading runs concurrently with generation").
+use episodes are generated while it runs ("grading runs concurrently with generation"). Use episodes are
+token-level episodes of the one tool loop, `smith.episodes.play`.
 """
 
 from __future__ import annotations
@@ -10,15 +11,15 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from smith.models.base import Generation, SamplingParams, parse_tool_calls
+from smith.episodes import Episode, continuation_ids, menu_executor, play
+from smith.models.base import SamplingParams
 from smith.pool import PoolEntry, ToolPool, menu_names
 from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
 from smith.rewards.format import format_reward
@@ -30,7 +31,6 @@ from smith.toolspec import Reason, parse_response
 
 AXES = ("format", "evaluation", "judge", "use")
 NAN = float("nan")
-_TOOL_BLOCK = re.compile(r"<tool_call>.*?(</tool_call>|$)", re.S)
 
 
 @dataclass
@@ -90,66 +90,10 @@ class RolloutSettings:
     source_run: str = ""
 
 
-def continuation_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
-    """Tokens the chat template puts after an assistant turn's end-of-turn token when `messages` follow,
-    up to the next assistant header (TRL's `_get_tool_suffix_ids` idea; needs a prefix-preserving template)."""
-    base = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
-    a = tokenizer.apply_chat_template(base, tokenize=False)
-    b = tokenizer.apply_chat_template(base + messages, tokenize=False, add_generation_prompt=True)
-    if not b.startswith(a):
-        raise ValueError("the chat template is not prefix-preserving; multi-turn episodes need one")
-    eos = tokenizer.eos_token
-    tail = a[a.rindex(eos) + len(eos) :] if eos and eos in a else ""
-    return tokenizer(tail + b[len(a) :], add_special_tokens=False)["input_ids"]
-
-
 def inner_build_message(menu: dict[str, PoolEntry], name: str, question: str) -> str:
     """The user turn after an inner build: the new tool's callable name, the question, and the tool list."""
     listing = "\n".join(json.dumps(e.openai_tool(n)) for n, e in menu.items())
     return INNER_BUILD_DONE.format(name=name, question=question) + f"\n\n<tools>\n{listing}\n</tools>"
-
-
-def clip_generation(g: Generation, max_new_tokens: int, tokenizer: Any) -> Generation:
-    """`g` as if generation had stopped after `max_new_tokens` tokens."""
-    if len(g.completion_ids) <= max_new_tokens:
-        return g
-    ids = g.completion_ids[:max_new_tokens]
-    return replace(g, completion_ids=ids, logprobs=g.logprobs[:max_new_tokens], finish_reason="length",
-                   text=tokenizer.decode(ids, skip_special_tokens=True), completion_tokens=len(ids))
-
-
-def final_answer(text: str) -> str:
-    """The answer in a final assistant turn: tool-call blocks and think blocks removed, `Answer:` honoured."""
-    text = _TOOL_BLOCK.sub("", re.sub(r"<think>.*?</think>", "", text, flags=re.S)).strip()
-    if "answer:" in text.lower():
-        text = re.split(r"(?i)answer:", text)[-1]
-    return text.strip().strip("`").strip()
-
-
-def execute_tool_calls(
-    parsed: Any, menu: dict[str, PoolEntry], sandbox: Any, limits: Any, max_chars: int = 2000
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """Run one turn's parsed tool calls in the sandbox. Every failure (malformed call, unknown tool, bad
-    arguments, a raising tool) becomes text fed back to the model, never an exception."""
-    outs = [f"error: {e}" for e in parsed.errors]
-    records: list[dict[str, Any]] = [{"status": "malformed", "error": e} for e in parsed.errors]
-    for call in parsed.calls:
-        entry = menu.get(call.name)
-        record: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
-        if entry is None:
-            outs.append(f"error: unknown tool '{call.name}'; available: {', '.join(menu)}")
-            record["status"] = "unknown_tool"
-        else:
-            r = sandbox.run(entry.code, entry.function_name, [call.arguments], limits=limits)[0]
-            record.update(status=r.status, category=entry.category)
-            if r.status == "ok":
-                out = r.value if isinstance(r.value, str) else json.dumps(r.value)
-                record["output"] = out
-            else:
-                out = f"error: {r.status}: {r.error or ''}".strip()
-            outs.append(out[:max_chars])
-        records.append(record)
-    return outs, records
 
 
 class Rollout:
@@ -284,11 +228,10 @@ class Rollout:
         return list(menu_names(tools).items())
 
     def _use_episodes(self, tasks: Sequence[UseTask], rng: random.Random) -> list[Sample]:
-        """Multi-turn use episodes, batched turn by turn. GRPO groups (same task object) share one menu."""
-        tok = self.policy.tokenizer
+        """Multi-turn use episodes on the episode engine. GRPO groups (same task object) share one menu."""
         menus: dict[int, Any] = {}
         samples: list[Sample] = []
-        states: list[dict[str, Any]] = []
+        episodes: list[Episode] = []
         inner: list[int] = []
         for t in tasks:
             if id(t) not in menus:
@@ -298,94 +241,50 @@ class Rollout:
             if menu is None:  # no pool tool yet: build one first, inside the episode
                 ids = self.policy.render(build_messages(t.examples))
                 inner.append(len(samples))
-                tools = None
             else:
-                tools = [e.openai_tool(name) for name, e in menu]
-                ids = self.policy.render(use_messages(t.item.question), tools)
+                ids = self.policy.render(use_messages(t.item.question), [e.openai_tool(name) for name, e in menu])
             samples.append(Sample("use", t.category, list(ids)))
-            states.append({"task": t, "menu": dict(menu or []), "done": False, "turns": 0, "final": None,
-                           "calls": [], "tools": tools})
+            episodes.append(Episode(samples[-1], dict(menu or []), budget=self.s.max_completion_length, key=t))
         if inner:
-            self._inner_builds([samples[i] for i in inner], [states[i] for i in inner], rng)
-        for turn in range(self.s.max_turns):
-            room = {i: self.s.max_completion_length - len(samples[i].completion_ids)
-                    for i, st in enumerate(states) if not st["done"]}
-            for i in [i for i, r in room.items() if r <= 0]:  # e.g. an inner build used the whole budget
-                samples[i].truncated, states[i]["done"] = True, True
-                del room[i]
-            active = list(room)
-            if not active:
-                break
-            # one batch, each episode held to its own budget: generate to the largest, cut each at its own
-            # (sampling is causal, so the cut equals stopping there)
-            with self._model_lock:
-                gens = self.policy.continue_ids([samples[i].prompt_ids + samples[i].completion_ids for i in active],
-                                                self._params(max(room.values())))
-            pending = []
-            for i, g in zip(active, gens, strict=True):
-                s, st = samples[i], states[i]
-                g = clip_generation(g, room[i], tok)
-                s.extend(g.completion_ids, g.logprobs, trained=True)
-                st["turns"] += 1
-                if g.finish_reason == "length":
-                    s.truncated, st["done"] = True, True
-                    continue
-                parsed = parse_tool_calls(g.text)
-                if not parsed.calls and not parsed.errors:
-                    st["final"], st["done"] = g.text, True
-                    continue
-                if turn == self.s.max_turns - 1:
-                    st["done"] = True  # turn budget spent on a call: no final answer
-                    continue
-                pending.append((i, parsed))
-            outputs = list(self._executor.map(lambda ip: self._run_calls(states[ip[0]], ip[1]), pending))
-            for (i, _), outs in zip(pending, outputs, strict=True):
-                s = samples[i]
-                ids = continuation_ids(tok, [{"role": "tool", "content": o} for o in outs])
-                s.extend(ids, None, trained=False)
-                if len(s.completion_ids) >= self.s.max_completion_length:
-                    s.truncated, states[i]["done"] = True, True
-        for s, st in zip(samples, states, strict=True):
-            self._score_use(s, st)
+            self._inner_builds([episodes[i] for i in inner], rng)
+        execute = menu_executor(self.sandbox, self.limits, self.s.max_tool_output_chars, self._executor)
+        play(episodes, self.policy, self._params(self.s.max_completion_length), self.s.max_turns, execute,
+             lock=self._model_lock)
+        for s, e in zip(samples, episodes, strict=True):
+            s.truncated = e.truncated
+            self._score_use(s, e)
         return samples
 
-    def _inner_builds(self, samples: list[Sample], states: list[dict[str, Any]], rng: random.Random) -> None:
+    def _inner_builds(self, episodes: list[Episode], rng: random.Random) -> None:
         """The policy writes a tool from the 4 examples, then continues the same episode with it."""
+        samples = [e.transcript for e in episodes]
         with self._model_lock:
             gens = self.policy.continue_ids([s.prompt_ids for s in samples], self._params(self.s.max_completion_length))
         tok = self.policy.tokenizer
-        for s, st, g in zip(samples, states, gens, strict=True):
-            t = st["task"]
+        for s, e, g in zip(samples, episodes, gens, strict=True):
+            t = e.key
             s.extend(g.completion_ids, g.logprobs, trained=True)
             s.trace["inner_build"] = {"response": g.text}
             parsed = parse_response(g.text)
             s.rewards.update(self.grade_build(BuildTask(t.category, t.examples, t.heldout), g.text, s.trace, parsed))
             if g.finish_reason == "length" or not parsed.ok:
-                s.truncated = g.finish_reason == "length"
-                st["done"] = True
+                e.end = "budget" if g.finish_reason == "length" else "no_tool"
                 continue
             own = PoolEntry(t.category, parsed.code, parsed.schema, parsed.function_name, 0.0)
             with self._pool_lock:
                 others = self.pool.distractors(t.category, self.s.n_distractors, rng)
             tools = [own, *others]
             rng.shuffle(tools)
-            st["menu"] = menu_names(tools)
-            name = next(n for n, e in st["menu"].items() if e is own)
-            msg = inner_build_message(st["menu"], name, t.item.question)
+            e.menu = menu_names(tools)
+            name = next(n for n, entry in e.menu.items() if entry is own)
+            msg = inner_build_message(e.menu, name, t.item.question)
             s.extend(continuation_ids(tok, [{"role": "user", "content": msg}]), None, trained=False)
 
-    def _run_calls(self, state: dict[str, Any], parsed: Any) -> list[str]:
-        outs, records = execute_tool_calls(parsed, state["menu"], self.sandbox, self.limits,
-                                           self.s.max_tool_output_chars)
-        state["calls"] += records
-        return outs
-
-    def _score_use(self, s: Sample, st: dict[str, Any]) -> None:
-        t = st["task"]
-        answer = final_answer(st["final"]) if st["final"] is not None else None
+    def _score_use(self, s: Sample, e: Episode) -> None:
+        t = e.key
+        answer = e.answer
         correct = answer is not None and score(self.catalog.get(t.category), answer, t.item) >= 1.0
-        s.rewards["use"] = correctness_reward(correct, st["turns"], self.s.max_turns, self.s.eta_mid,
-                                              self.s.eta_min)
-        s.trace.update({"answer": answer, "correct": correct, "turns": st["turns"], "calls": st["calls"],
-                        "tool_call_ok": sum(c.get("status") == "ok" for c in st["calls"]),
-                        "tool_calls": len(st["calls"])})
+        s.rewards["use"] = correctness_reward(correct, e.turns, self.s.max_turns, self.s.eta_mid, self.s.eta_min)
+        s.trace.update({"answer": answer, "correct": correct, "turns": e.turns, "calls": e.calls,
+                        "tool_call_ok": sum(c.get("status") == "ok" for c in e.calls),
+                        "tool_calls": len(e.calls)})

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smith.episodes import continuation_ids
 from smith.pool import PoolEntry, menu_names
-from smith.rollout.episodes import continuation_ids, inner_build_message
+from smith.rollout.episodes import inner_build_message
 from smith.rollout.prompts import build_messages, use_messages
 
 WARM_VERSION = 3

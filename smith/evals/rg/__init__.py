@@ -89,7 +89,7 @@ def run(cfg: DictConfig) -> dict:
     from smith.tasks import items, load_catalog, score
 
     from . import tools as toolsrc
-    from .episodes import build_tools, cot_conversation, run_conversations, use_conversation
+    from .episodes import build_tools, cot_episode, run_episodes, use_episode
 
     _check(cfg)
     s = cfg.suite
@@ -149,20 +149,20 @@ def run(cfg: DictConfig) -> dict:
             for key in chunk:
                 cat, it = by_key[key]
                 if cfg.mode == "cot":
-                    convs.append(cot_conversation(key, it.question))
+                    convs.append(cot_episode(key, it.question))
                 else:
                     rng = random.Random(f"{s.seed}:{key}")
-                    convs.append(use_conversation(key, it.question, toolsrc.menu(
+                    convs.append(use_episode(key, it.question, toolsrc.menu(
                         cat.name, menus_tools, groups, int(s.n_distractors), rng)))
             max_turns = 1 if cfg.mode == "cot" else int(s.max_turns)
             turn_params = params if cfg.mode != "cot" else SamplingParams(
                 max_new_tokens=int(s.cot_max_new_tokens), temperature=params.temperature, top_p=params.top_p,
                 seed=params.seed)
-            run_conversations(user, convs, turn_params, max_turns, sandbox, sandbox_cm[1],
+            run_episodes(user, convs, turn_params, max_turns, sandbox, sandbox_cm[1],
                               int(s.max_tool_output_chars))
             for conv in convs:
                 cat, it = by_key[conv.key]
-                answer = conv.answer
+                answer = conv.answer or ""
                 log.add({
                     "key": conv.key, "category": cat.name, "group": cat.group, "split": cat.split, "item": it.id,
                     "answer": answer, "expected": it.answer, "correct": bool(score(cat, answer, it) >= 1.0),

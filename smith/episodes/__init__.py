@@ -1,0 +1,244 @@
+"""The one multi-turn tool loop: every episode smith plays with tools goes through `play`.
+
+The training rollout (use episodes), the model-based evaluator and the rg evaluation all run the same state
+machine: generate a reply for every open episode in one batch -> read its tool calls -> run them (sandbox) ->
+feed the outputs back -> ... until a reply without calls (the answer), the turn limit or the episode's own
+token budget. Two renderings of the same episode:
+
+- token level (training): the episode's transcript holds prompt ids, completion ids, the sampled tokens'
+  log-probs and the loss mask (tool outputs are appended with mask 0); the policy continues the ids. Each
+  episode has its own budget: the batch is generated to the largest remaining budget and each reply is cut
+  at its own (sampling is causal, so the cut equals stopping there); a long neighbour never truncates it.
+- message level (evaluation, the evaluator): the transcript holds chat messages; assistant turns carry
+  structured `tool_calls` with ids and each output goes back as the matching `tool` message, as
+  OpenAI-compatible servers and chat templates expect.
+
+Who runs the calls is the caller's choice (`Executor`): the menu executor here runs each episode's calls
+against its menu of pool tools; the evaluator checks calls against one tool's schema and runs a whole turn in
+one sandbox batch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from smith.models.base import Generation, ParsedToolCalls, SamplingParams, parse_tool_calls
+
+_TOOL_BLOCK = re.compile(r"<tool_call>.*?(</tool_call>|$)", re.S)
+
+# What a turn-limited episode does with its last reply when that reply calls tools:
+#   "end": stop there (training: nothing would read the outputs);
+#   "answer": take the reply as the final answer anyway (rg evaluation);
+#   "run": still run the calls and record their outputs, then stop (the evaluator grades the last output).
+LastTurn = Literal["end", "answer", "run"]
+# (episode, parsed calls) pairs of one turn -> per episode, the text fed back for each of its parse errors then
+# each of its calls, in that order; the executor appends what happened to `episode.calls`.
+Executor = Callable[[list[tuple["Episode", ParsedToolCalls]]], list[list[str]]]
+
+
+@dataclass
+class Episode:
+    """One episode's state. `menu`: callable name -> tool (anything with `openai_tool(name)`); an episode
+    without tools ends at its first reply. `transcript`: a message list (message level), or, token level, an
+    object with `prompt_ids`, `completion_ids` and `extend(ids, logprobs, trained)` (the rollout's `Sample`)."""
+
+    transcript: Any
+    menu: dict[str, Any] = field(default_factory=dict)
+    budget: int | None = None  # completion tokens this episode may hold (token level); None: no own limit
+    key: Any = None  # the caller's handle (a task, a question id)
+    turns: int = 0
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    final: str | None = None  # the reply that answered (no tool call)
+    end: str | None = None  # None while open; then "answer", "turns", "budget", or a caller's reason
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        return [tool.openai_tool(name) for name, tool in self.menu.items()] or None
+
+    @property
+    def room(self) -> int | None:
+        if self.budget is None or self.message_level:
+            return None
+        return self.budget - len(self.transcript.completion_ids)
+
+    @property
+    def message_level(self) -> bool:
+        return isinstance(self.transcript, list)
+
+    @property
+    def truncated(self) -> bool:
+        return self.end == "budget"
+
+    @property
+    def answer(self) -> str | None:
+        return None if self.final is None else final_answer(self.final)
+
+
+def final_answer(text: str) -> str:
+    """The answer in a final assistant turn: tool-call blocks and think blocks removed, `Answer:` honoured."""
+    text = _TOOL_BLOCK.sub("", re.sub(r"<think>.*?</think>", "", text, flags=re.S)).strip()
+    if "answer:" in text.lower():
+        text = re.split(r"(?i)answer:", text)[-1]
+    return text.strip().strip("`").strip()
+
+
+def continuation_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
+    """Tokens the chat template puts after an assistant turn's end-of-turn token when `messages` follow,
+    up to the next assistant header (TRL's `_get_tool_suffix_ids` idea; needs a prefix-preserving template)."""
+    base = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    a = tokenizer.apply_chat_template(base, tokenize=False)
+    b = tokenizer.apply_chat_template(base + messages, tokenize=False, add_generation_prompt=True)
+    if not b.startswith(a):
+        raise ValueError("the chat template is not prefix-preserving; multi-turn episodes need one")
+    eos = tokenizer.eos_token
+    tail = a[a.rindex(eos) + len(eos) :] if eos and eos in a else ""
+    return tokenizer(tail + b[len(a) :], add_special_tokens=False)["input_ids"]
+
+
+def clip_generation(g: Generation, max_new_tokens: int, tokenizer: Any) -> Generation:
+    """`g` as if generation had stopped after `max_new_tokens` tokens."""
+    if len(g.completion_ids) <= max_new_tokens:
+        return g
+    ids = g.completion_ids[:max_new_tokens]
+    return replace(g, completion_ids=ids, logprobs=g.logprobs[:max_new_tokens], finish_reason="length",
+                   text=tokenizer.decode(ids, skip_special_tokens=True), completion_tokens=len(ids))
+
+
+def execute_tool_calls(
+    parsed: ParsedToolCalls, menu: dict[str, Any], sandbox: Any, limits: Any, max_chars: int = 2000
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Run one turn's parsed tool calls against `menu` (name -> entry with `code`, `function_name`,
+    `category`) in the sandbox. Every failure (malformed call, unknown tool, bad arguments, a raising tool)
+    becomes text fed back to the model, never an exception."""
+    outs = [f"error: {e}" for e in parsed.errors]
+    records: list[dict[str, Any]] = [{"status": "malformed", "error": e} for e in parsed.errors]
+    for call in parsed.calls:
+        entry = menu.get(call.name)
+        record: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
+        if entry is None:
+            outs.append(f"error: unknown tool '{call.name}'; available: {', '.join(menu)}")
+            record["status"] = "unknown_tool"
+        else:
+            r = sandbox.run(entry.code, entry.function_name, [call.arguments], limits=limits)[0]
+            record.update(status=r.status, category=entry.category)
+            if r.status == "ok":
+                out = r.value if isinstance(r.value, str) else json.dumps(r.value)
+                record["output"] = out
+            else:
+                out = f"error: {r.status}: {r.error or ''}".strip()
+            outs.append(out[:max_chars])
+        records.append(record)
+    return outs, records
+
+
+def menu_executor(sandbox: Any, limits: Any, max_chars: int = 2000, pool: ThreadPoolExecutor | None = None
+                  ) -> Executor:
+    """Runs each episode's calls against its own menu, episodes in parallel on `pool` (or one by one)."""
+
+    def run(batch: list[tuple[Episode, ParsedToolCalls]]) -> list[list[str]]:
+        def one(item: tuple[Episode, ParsedToolCalls]) -> list[str]:
+            episode, parsed = item
+            outs, records = execute_tool_calls(parsed, episode.menu, sandbox, limits, max_chars)
+            episode.calls += records
+            return outs
+
+        return list(pool.map(one, batch)) if pool is not None else [one(item) for item in batch]
+
+    return run
+
+
+def play(
+    episodes: Sequence[Episode],
+    backend: Any,
+    params: SamplingParams,
+    max_turns: int,
+    execute: Executor,
+    *,
+    last_turn: LastTurn = "end",
+    lock: AbstractContextManager | None = None,
+) -> None:
+    """Play every open episode (`end is None`) to its end, all open ones batched per turn. Token-level
+    episodes need a backend with `continue_ids` and `tokenizer`; message-level ones one with `chat`. `lock`
+    guards the generation calls (a model shared with other threads)."""
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+    lock = lock or nullcontext()
+    for turn in range(max_turns):
+        for e in episodes:
+            if e.end is None and e.room is not None and e.room <= 0:  # e.g. an inner build used the budget
+                e.end = "budget"
+        active = [e for e in episodes if e.end is None]
+        if not active:
+            return
+        with lock:
+            gens = _generate(active, backend, params)
+        pending: list[tuple[Episode, ParsedToolCalls]] = []
+        for e, g in zip(active, gens, strict=True):
+            parsed = _take_reply(e, g, backend, turn)
+            if e.room is not None and g.finish_reason == "length":
+                e.end = "budget"
+            elif not e.menu or not (parsed.calls or parsed.errors):
+                e.final, e.end = g.text, "answer"
+            elif turn == max_turns - 1 and last_turn != "run":
+                e.end = "turns"
+                if last_turn == "answer":
+                    e.final = g.text
+            else:
+                pending.append((e, parsed))
+        for (e, parsed), outs in zip(pending, execute(pending) if pending else [], strict=True):
+            _feed_back(e, parsed, outs, backend, turn)
+            if e.room is not None and e.room <= 0:
+                e.end = "budget"
+            elif turn == max_turns - 1:
+                e.end = "turns"
+
+
+def _generate(active: list[Episode], backend: Any, params: SamplingParams) -> list[Generation]:
+    if not active[0].message_level:
+        rooms = [e.room for e in active]
+        limit = max((r for r in rooms if r is not None), default=params.max_new_tokens)
+        step = replace(params, max_new_tokens=max(1, min(limit, params.max_new_tokens)))
+        gens = backend.continue_ids([e.transcript.prompt_ids + e.transcript.completion_ids for e in active], step)
+        return [g if r is None else clip_generation(g, r, backend.tokenizer) for g, r in zip(gens, rooms, strict=True)]
+    return backend.chat([e.transcript for e in active], [e.tools for e in active], params)
+
+
+def _take_reply(e: Episode, g: Generation, backend: Any, turn: int) -> ParsedToolCalls:
+    e.turns += 1
+    e.prompt_tokens += g.prompt_tokens
+    e.completion_tokens += g.completion_tokens
+    parsed = parse_tool_calls(g.text)
+    if not e.message_level:
+        e.transcript.extend(g.completion_ids, g.logprobs, trained=True)
+    else:
+        e.transcript.append(_assistant_message(g.text, parsed, turn))
+    return parsed
+
+
+def _feed_back(e: Episode, parsed: ParsedToolCalls, outs: list[str], backend: Any, turn: int) -> None:
+    if not e.message_level:
+        ids = continuation_ids(backend.tokenizer, [{"role": "tool", "content": o} for o in outs])
+        e.transcript.extend(ids, None, trained=False)
+        return
+    n_err = len(parsed.errors)
+    e.transcript.extend({"role": "tool", "tool_call_id": f"call_{turn}_{j}", "content": out}
+                        for j, out in enumerate(outs[n_err:]))
+    if n_err:  # an unreadable call has no id to answer: say so in a user turn
+        e.transcript.append({"role": "user", "content": f"Your tool call could not be read: {parsed.errors[0]}"})
+
+
+def _assistant_message(text: str, parsed: ParsedToolCalls, turn: int) -> dict[str, Any]:
+    if not parsed.calls:
+        return {"role": "assistant", "content": text}
+    return {"role": "assistant", "content": text.split("<tool_call>")[0].strip(),
+            "tool_calls": [{"id": f"call_{turn}_{j}", "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments}}
+                           for j, c in enumerate(parsed.calls)]}
