@@ -70,6 +70,8 @@ class SmithTrainer(GRPOTrainer):
         """Per-process prompts (keys repeated G times) -> samples of build and use episodes."""
         sess = self.smith
         step = self.state.global_step
+        if self.use_vllm and self.vllm_generation.mode == "server":
+            self.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
         sess.maybe_sync(self, step)
         rollout: Rollout = sess.rollout
         rollout.s.step = step
