@@ -21,7 +21,7 @@ from transformers import TrainerCallback
 
 from smith.pool import POOL_FILE, PoolEntry, ToolPool
 from smith.rollout.episodes import AXES, Rollout, RolloutSettings, Sample
-from smith.train.trainer import evaluator_state, format_reasons, sync_evaluator
+from smith.train.trainer import evaluator_state, format_reasons, gathered, sync_evaluator
 
 COMPLETE = "smith_checkpoint.json"  # written last: a checkpoint without it was interrupted and is ignored
 EVALUATOR_FILE = "evaluator_adapter.pt"
@@ -140,12 +140,13 @@ class SmithCallback(TrainerCallback):
             f.write(json.dumps(row) + "\n")
 
     def on_save(self, args, state, control, model=None, **kw):  # noqa: ANN001, ANN201
+        copy = evaluator_state(model) if self.s.has_evaluator_copy and model is not None else None  # every rank
         if not state.is_world_process_zero:
             return
         ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         self.s.pool.save(ckpt / POOL_FILE)
-        if self.s.has_evaluator_copy and model is not None:
-            torch.save(evaluator_state(model), ckpt / EVALUATOR_FILE)
+        if copy is not None:
+            torch.save(copy, ckpt / EVALUATOR_FILE)
         meta = {"step": state.global_step, "last_sync": self.s.last_sync, "pool_size": len(self.s.pool),
                 "base_model": self.s.base_model, "time": time.time()}
         tmp = ckpt / f".{COMPLETE}.tmp"
@@ -179,7 +180,7 @@ def restore(session: Session, model: Any, ckpt: Path) -> None:
     if session.has_evaluator_copy and (ckpt / EVALUATOR_FILE).exists():
         state = torch.load(ckpt / EVALUATOR_FILE)
         params = dict(model.named_parameters())
-        with torch.no_grad():
+        with torch.no_grad(), gathered([params[n] for n in state], modify=True):
             for name, value in state.items():
                 params[name].copy_(value)
 

@@ -14,6 +14,7 @@ import os
 import random
 import time
 from collections import Counter
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import torch
@@ -42,19 +43,32 @@ def _axis_reward(axis: str) -> Any:
 AXIS_REWARDS = [_axis_reward(a) for a in AXES]
 
 
+def gathered(params: list[torch.Tensor], modify: bool = False) -> AbstractContextManager:
+    """Under DeepSpeed ZeRO-3 each rank holds a shard of every parameter (a copy between them would touch empty
+    tensors): gather the full tensors for the block, and with `modify` scatter rank 0's changes back after.
+    A collective: every rank must enter it. Without ZeRO-3 it does nothing."""
+    if not any(hasattr(p, "ds_id") for p in params):
+        return nullcontext()
+    import deepspeed
+
+    return deepspeed.zero.GatheredParameters(params, modifier_rank=0 if modify else None)
+
+
 def sync_evaluator(model: Any) -> None:
-    """Copy the policy adapter into the frozen evaluator adapter (paper: periodic re-sync)."""
+    """Copy the policy adapter into the frozen evaluator adapter (paper: periodic re-sync). On every rank."""
     params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, p in params.items():
-            if f".{POLICY_ADAPTER}." in name:
-                target = params.get(name.replace(f".{POLICY_ADAPTER}.", f".{EVALUATOR_ADAPTER}."))
-                if target is not None:
-                    target.copy_(p)
+    twin = {n: n.replace(f".{POLICY_ADAPTER}.", f".{EVALUATOR_ADAPTER}.") for n in params if f".{POLICY_ADAPTER}." in n}
+    pairs = [(params[n], params[t]) for n, t in twin.items() if t in params]
+    with torch.no_grad(), gathered([t for pair in pairs for t in pair], modify=True):
+        for source, target in pairs:
+            target.copy_(source)
 
 
 def evaluator_state(model: Any) -> dict[str, torch.Tensor]:
-    return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if f".{EVALUATOR_ADAPTER}." in n}
+    """The evaluator adapter's full tensors (gathered under ZeRO-3: call it on every rank)."""
+    named = [(n, p) for n, p in model.named_parameters() if f".{EVALUATOR_ADAPTER}." in n]
+    with gathered([p for _, p in named]):
+        return {n: p.detach().cpu().clone() for n, p in named}
 
 
 class SmithTrainer(GRPOTrainer):
