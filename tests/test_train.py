@@ -148,6 +148,25 @@ def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
         [(1, "build")] * 2 + [(2, "build")] * 2, [(1, "use")] * 2 + [(2, "use")] * 2]
 
 
+def test_groups_split_across_four_ranks(tiny_model_dir, tmp_path):
+    """4 CPU ranks, one sample each: every GRPO group (G=2) is split over two ranks. No hang; both halves of a use
+    group show the same menu; each rank's episodes are its own."""
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+    run = tmp_path / "run"
+    cmd = [torchrun, "--standalone", "--nproc_per_node", "4", "train.py", *overrides(tiny_model_dir, tmp_path),
+           "max_steps=3", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}"]
+    env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    logs = [[json.loads(x) for x in (run / ("rollouts.jsonl" if r == 0 else f"rollouts.rank{r}.jsonl")).read_text()
+             .splitlines()] for r in range(4)]
+    assert [[e["kind"] for e in log] for log in logs] == [["build"] * 3, ["build"] * 3, ["use"] * 3, ["use"] * 3]
+    menus = [[e["trace"].get("menu") for e in log] for log in logs[2:]]
+    assert menus[0] == menus[1] and any(menus[0])  # once the pool has tools, both halves see one menu
+    ranks = [(run / "ranks" / f"rank{r}.jsonl").read_text() for r in range(4)]
+    assert all(r == ranks[0] for r in ranks)  # the same gathered advantages and pool everywhere
+
+
 def test_task_stream_is_stratified_and_split_one_to_one():
     from smith.train.data import TaskSource, prompt_rows
 

@@ -244,6 +244,8 @@ class Rollout:
             else:
                 ids = self.policy.render(use_messages(t.item.question), [e.openai_tool(name) for name, e in menu])
             samples.append(Sample("use", t.category, list(ids)))
+            if menu is not None:
+                samples[-1].trace["menu"] = [f"{name} ({entry.category})" for name, entry in menu]
             episodes.append(Episode(samples[-1], dict(menu or []), budget=self.s.max_completion_length, key=t))
         if inner:
             self._inner_builds([episodes[i] for i in inner], rng)
