@@ -5,7 +5,7 @@ child ("process"), so it imports only the standard library. It speaks to the hos
 control socket (FD): the host sends pipes with SCM_RIGHTS, the server forks a tool process that drops
 to the worker's unprivileged uid, applies rlimits and a seccomp filter, loads the tool source once, then
 answers calls over those pipes. The server never reads tool output; it only forks, kills and reaps
-(DESIGN.md section 4: one process per tool, whole tree killed and reaped).
+(docs/architecture.md, "Sandbox": one process per tool, whole tree killed and reaped).
 """
 
 from __future__ import annotations

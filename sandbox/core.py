@@ -1,6 +1,6 @@
 """Sandbox: a thread-safe pool of pre-started workers that runs untrusted tools, failing closed.
 
-DESIGN.md section 4. "strict" = bubblewrap (read-only system, private /tmp, new pid/net/ipc/uts
+docs/architecture.md, "Sandbox". "strict" = bubblewrap (read-only system, private /tmp, new pid/net/ipc/uts
 namespaces, capabilities dropped) + a fresh unprivileged uid per run + seccomp + rlimits.
 "process" = a fresh uid per run (when root) + new session + scrubbed environment + private working
 directory + rlimits + a network namespace where the kernel allows it. See docs/sandbox.md.

@@ -1,4 +1,4 @@
-"""The sandbox over HTTP, so many sandbox hosts can serve one large training run (DESIGN.md section 4).
+"""The sandbox over HTTP, so many sandbox hosts can serve one large training run (docs/architecture.md, "Sandbox").
 
 POST /run       {"code", "func_name", "calls": [...], "limits": {...}?} -> {"results": [Result, ...]}
 POST /run_code  SandboxFusion-compatible: {"code", "language": "python", "run_timeout"?, "memory_limit_MB"?,

@@ -12,7 +12,7 @@ STATUSES = ("ok", "error", "timeout", "limit")
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-call resource limits (DESIGN.md section 4); every one is enforced by the kernel or the host."""
+    """Per-call resource limits (docs/architecture.md, "Sandbox"); every one is enforced by the kernel or the host."""
 
     timeout_s: float = 2.0  # wall clock per call, and for loading the tool
     memory_mb: int = 512  # RLIMIT_AS of each tool process

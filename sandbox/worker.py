@@ -3,7 +3,7 @@
 A worker is a long-lived fork server (sandbox/_forkserver.py), inside bubblewrap for "strict". Each `run`
 forks one tool process from it (no interpreter start-up), feeds it JSON frames over pipes, enforces the
 wall timeout, captures capped stdout/stderr, and finally has the server SIGKILL and reap every process of
-the tools' uids (DESIGN.md section 4).
+the tools' uids (docs/architecture.md, "Sandbox").
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from smith.tasks.store import band_seed
 CATALOG = load_catalog()
 NAMES = CATALOG.names
 N_HARD, N_EASY = 50, 10
-# DESIGN.md section 5: the 23 tasks the SMITH reference code draws from
+# docs/architecture.md, "Facts from released code": the 23 tasks the SMITH reference code draws from
 REFERENCE_23 = set(
     [
         "ab",
@@ -62,7 +62,7 @@ def test_catalog_entries_are_real_tasks_with_reasons_and_avoid_the_traps():
         assert len(c.why) > 30, f"{c.name}: say why it is in"
         for band in ("easy", "hard"):
             reasoning_gym.create_dataset(c.dataset, size=1, seed=0, **c.config(band))  # a valid config
-    # DESIGN.md section 5 traps
+    # docs/architecture.md, "reasoning-gym": traps
     assert not {"syllogism", "gcd", "puzzle24", "circuit_logic"} & set(NAMES)
     base = CATALOG.get("base_conversion")
     assert base.easy["min_value"] >= 1 and base.hard["min_value"] >= 1

@@ -1,4 +1,4 @@
-"""Generation backends behind one interface, chosen by a model SPEC string (DESIGN.md section 8).
+"""Generation backends behind one interface, chosen by a model SPEC string (docs/architecture.md, "Command line").
 
 SPEC forms:
   tiny                          the tiny local model, built once at cfg.model.tiny_dir / cfg.tiny_dir

@@ -1,7 +1,7 @@
 """The one interface every generation backend implements (hf, vllm, openai, scripted).
 
 Suites, rollouts and the trainer talk only to `ChatBackend`, so a new backend or a scripted
-test double drops in without touching them (DESIGN.md section 9, inspect-ai style).
+test double drops in without touching them (docs/architecture.md, "Layout and layers", inspect-ai style).
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
 Why our own decode loop and not `model.generate`: `generate` silently merges sampling knobs from the
 model's `generation_config` (Qwen3 ships top_k=20), so the distribution actually sampled would differ from
 `SamplingParams`, and the DAPO importance ratio needs the log-probability of each sampled token under
-exactly that distribution (DESIGN.md section 3: TRL's `rollout_func` returns `logprobs`). The loop below
+exactly that distribution (docs/architecture.md, "TRL": TRL's `rollout_func` returns `logprobs`). The loop below
 samples from softmax(logits / temperature) restricted to the top-p nucleus and records
 log_softmax(logits / temperature)[token] -- the quantity TRL recomputes for `old_per_token_logps`
 (temperature-scaled, not renormalised over the nucleus); greedy uses raw logits.
 
 The trainer passes its PEFT policy model and keeps a frozen evaluator/judge adapter in the same model
-(DESIGN.md section 3), so every call may name the adapter to generate with; `with_adapter` gives a
+(docs/architecture.md, "TRL"), so every call may name the adapter to generate with; `with_adapter` gives a
 `ChatBackend` view bound to one adapter that shares the weights.
 """
 

@@ -3,7 +3,7 @@
 Why a second local backend: on a GPU, vLLM's paged attention and continuous batching make rollouts and
 evaluation many times faster than `hf`. Prompts are rendered with the same tokenizer chat template as
 `hf` and sent as token ids, so both backends see identical prompts. Logprobs come from the engine with
-`logprobs_mode="processed_logprobs"` (TRL's choice, DESIGN.md section 3): temperature-scaled like `hf`;
+`logprobs_mode="processed_logprobs"` (TRL's choice, docs/architecture.md, "TRL"): temperature-scaled like `hf`;
 vLLM also renormalises them over the top-p nucleus, so with top_p < 1 they exceed `hf`'s by the log of the
 nucleus mass. vllm is imported only when a VLLMBackend is built (it is an optional `gpu` extra).
 """

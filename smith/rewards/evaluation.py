@@ -1,4 +1,4 @@
-"""Evaluation reward r_eval = correct / K (SMITH paper, "Evaluation reward"; DESIGN.md section 2.2).
+"""Evaluation reward r_eval = correct / K (SMITH paper, "Evaluation reward"; docs/architecture.md, "Rewards").
 
 A built tool is graded on K hard-band questions its writer never saw answered. Two evaluators:
 

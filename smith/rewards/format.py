@@ -1,4 +1,4 @@
-"""Format reward r_fmt in {0, 0.5} (SMITH paper, "Format reward"; DESIGN.md sections 2 and 7).
+"""Format reward r_fmt in {0, 0.5} (SMITH paper, "Format reward"; docs/architecture.md, "Rewards").
 
 The response must hold exactly one Python block and one JSON block whose function name and parameters
 match (smith.toolspec.parse_response). A malformed pair ends the episode with zero on every axis except

@@ -6,7 +6,7 @@ overall quality in [0, 1], kept as its own axis, and
               s_overall       otherwise.
 
 An unparseable judge reply is logged and gives `JUDGE_NEUTRAL` = NaN: "no judgement", which the
-per-axis advantage (DESIGN.md section 2.4) ignores like an axis that does not apply, so a broken reply
+per-axis advantage (docs/architecture.md, "Rewards") ignores like an axis that does not apply, so a broken reply
 neither rewards nor punishes the tool. A malformed build zeroes every other axis; these two branches are
 the judge axis of such a build (smith.rollout.episodes.Rollout.grade_build).
 """

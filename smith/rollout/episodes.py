@@ -1,6 +1,6 @@
 """Build and use episodes -> token ids, sampled-token logprobs, loss masks and every reward axis.
 
-Paper, "Task 1 Build" / "Task 2 Use"; DESIGN.md section 2. One `Rollout` runs a batch of episodes:
+Paper, "Task 1 Build" / "Task 2 Use"; docs/architecture.md, "One training step". One `Rollout` runs a batch of episodes:
 build completions are generated first, their sandbox grading is submitted to a thread pool, and the
 use episodes are generated while it runs ("grading runs concurrently with generation"). Use episodes are
 token-level episodes of the one tool loop, `smith.episodes.play`.

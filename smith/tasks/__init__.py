@@ -1,5 +1,5 @@
 """smith.tasks: the reasoning-gym catalog (seen/unseen categories, easy/hard bands), seeded cached
-items, and guarded scoring (DESIGN.md section 5)."""
+items, and guarded scoring (docs/architecture.md, "reasoning-gym")."""
 
 from smith.tasks.catalog import BANDS, GROUPS, Catalog, Category, load_catalog
 from smith.tasks.scoring import score

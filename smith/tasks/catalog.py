@@ -1,6 +1,7 @@
 """The reasoning-gym catalog: categories, their group, seen/unseen split and easy/hard bands.
 
-The split and the bands live in `catalog.yaml` next to this file (DESIGN.md section 5), with a line per
+The split and the bands live in `catalog.yaml` next to this file (docs/architecture.md, "reasoning-gym"),
+with a line per
 task on why it is in; this module only loads and checks that file.
 """
 

@@ -1,4 +1,4 @@
-"""Guarded scoring with the dataset's own `score_answer` (DESIGN.md section 5).
+"""Guarded scoring with the dataset's own `score_answer` (docs/architecture.md, "reasoning-gym").
 
 Correct means a score of exactly 1.0: several scorers give partial credit (near-miss numbers, a correct
 but longer Hanoi solution, trailing text), which SMITH counts as wrong. Answers are stripped, scorers

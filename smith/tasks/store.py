@@ -5,7 +5,7 @@ seed) always gives the same items: reasoning-gym seeds item i with `seed + i`, a
 first n valid, distinct items of a band-specific seed, so a longer request extends a shorter one.
 An item is kept only if its own answer scores 1.0 under the dataset's scorer (this drops mislabelled
 items), and an easy item is dropped if its question also occurs in the hard band of the same seed
-(DESIGN.md section 5: the two bands never overlap).
+(docs/architecture.md, "reasoning-gym": the two bands never overlap).
 
 `Item.entry` is the full reasoning-gym entry with its metadata. It stays on the grading side: prompts and
 tools get `Item.question` only (metadata often holds the answer).

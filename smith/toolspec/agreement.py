@@ -1,7 +1,8 @@
 """Schema/code agreement, checked on the syntax tree (never with regexes).
 
 SMITH's format reward requires that "the schema's function names are defined in the code and the schema's
-parameters are in the signature" (DESIGN.md section 7). Here agreement is exact, because a caller builds
+parameters are in the signature" (docs/architecture.md, "Facts from released code"). Here agreement is exact,
+because a caller builds
 keyword arguments from the schema alone:
 - a top-level `def <name>(...)` exists (not async, not nested: the sandbox calls a module-level function);
 - the schema's properties are the function's keyword-callable parameters (a `**kwargs` may absorb extras);

@@ -1,6 +1,7 @@
 """Is a JSON object a usable OpenAI function schema?
 
-Three layers (DESIGN.md section 7: the SMITH reference code also rejects a schema that vLLM's structured
+Three layers (docs/architecture.md, "Facts from released code": the SMITH reference code also rejects a
+schema that vLLM's structured
 decoder, xgrammar, cannot compile):
 1. the OpenAI function shape: a Python-identifier `name`, a non-empty `description` (use episodes tell
    tools apart by it), `parameters` of type object with `properties` and a `required` list drawn from them;

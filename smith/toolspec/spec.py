@@ -25,7 +25,7 @@ class ToolSpec:
 
     def openai_tool(self, name: str | None = None) -> dict[str, Any]:
         """The OpenAI tool entry; `name` renames the callable (use episodes give each tool a distinct
-        name, DESIGN.md section 2.3) without touching the code's own function name."""
+        name, docs/architecture.md, "One training step") without touching the code's own function name."""
         function = dict(self.schema)
         if name is not None:
             function["name"] = name

@@ -1,6 +1,6 @@
 """Per-axis advantages: normalise each reward axis within its group, then take the weighted sum.
 
-DESIGN.md section 2.4 (GDPO-style "normalize then sum"): each axis is standardised within its GRPO
+docs/architecture.md, "Rewards" (GDPO-style "normalize then sum"): each axis is standardised within its GRPO
 group on its own, with a floor on the std so a near-constant noisy axis (a judge score) is not blown
 up to unit variance; an axis that does not apply to a sample is NaN and contributes nothing. DAPO's
 dynamic sampling: a group whose every axis has zero variance carries no signal and is dropped.

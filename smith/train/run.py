@@ -1,6 +1,6 @@
 """`python train.py recipe=...`: load the policy, wire the rollout to the trainer, train, resume, save.
 
-Reads top to bottom (DESIGN.md section 9): policy + adapters -> tasks, sandbox, pool -> rollout ->
+Reads top to bottom (docs/architecture.md, "One training step"): policy + adapters -> tasks, sandbox, pool -> rollout ->
 trainer -> train (or resume) -> pool saved. The step itself lives in SmithTrainer.
 """
 

@@ -1,7 +1,7 @@
 """The SMITH trainer: TRL's GRPOTrainer (loss_type="dapo") with build/use rollouts, per-axis advantages,
 dynamic sampling, and a frozen evaluator/judge adapter re-synced to the policy every `sync_every` steps.
 
-DESIGN.md section 3: TRL gives DAPO, clip-higher, truncation masking, PEFT, vLLM and accelerate; smith
+docs/architecture.md, "TRL": TRL gives DAPO, clip-higher, truncation masking, PEFT, vLLM and accelerate; smith
 adds `rollout_func` episodes, normalise-then-sum with a std floor per axis, dropped zero-signal groups,
 and the synced copy, and the paper's loss split (`_compute_loss`: build and use DAPO terms, each over its own
 tokens). Only `_calculate_rewards`, `_generate_and_score_completions` and `_compute_loss` are overridden.
@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-# smith uses rollout_func on purpose (DESIGN.md section 3); the pinned trl marks it experimental
+# smith uses rollout_func on purpose (docs/architecture.md, "TRL"); the pinned trl marks it experimental
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from smith.rollout.episodes import AXES, Rollout

@@ -1,8 +1,8 @@
 """Bits-over-Random (BoR paper, ../shared/seeds/001_b84c5ac8cb1b902c.txt, section 2.1).
 
 BoR = log2(P_obs / P_rand), aggregated over queries first: P_obs is the fraction of queries whose
-shortlist holds a relevant tool and P_rand the mean chance baseline, then one log ratio (DESIGN.md
-section 7) — not the mean of per-query log ratios, which is -inf as soon as one query misses and
+shortlist holds a relevant tool and P_rand the mean chance baseline, then one log ratio (docs/architecture.md,
+"Facts from released code") — not the mean of per-query log ratios, which is -inf as soon as one query misses and
 otherwise overweights deep, cheap-to-hit queries. Edge cases of the ratio:
 
 - 0/0 (no hits, and no chance to hit: every shortlist empty or no relevant tools) -> 0 bits, as good as chance;

@@ -1,4 +1,4 @@
-"""The Lomekwi vault (000_4c3492d641a25045.txt, sections 4.4 and A.1; DESIGN.md section 7).
+"""The Lomekwi vault (000_4c3492d641a25045.txt, sections 4.4 and A.1; docs/architecture.md, "Facts from released code").
 
 n locked doors, T shard types, one unordered recipe pair. `examine <door>` drops a uniformly random
 shard type, then a uniformly random door's key, on the ground (1 action); `pickup` moves everything on

@@ -1,4 +1,5 @@
-"""Counterfactual oracle scoring of all-decoy rollouts (paper section 4.5; DESIGN.md section 7).
+"""Counterfactual oracle scoring of all-decoy rollouts (paper section 4.5;
+docs/architecture.md, "Facts from released code").
 
 No oracle exists at run time. Afterwards each rollout is scored T times, candidate i in turn the
 oracle: its first call at meter m_i would have returned the answer, at a cost of m_i plus a flat

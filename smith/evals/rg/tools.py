@@ -3,8 +3,8 @@
 build_use: the writer model builds one tool per category from N = 4 easy examples (SMITH at inference;
 the writer may be another model or checkpoint: the paper's tool-transfer experiments). pool: the best
 tool of the category in an exported pool (quality order of smith.pool), and for a category the pool does
-not cover (the unseen ones) the writer builds one, as a use episode does during training (DESIGN.md
-section 2, step 3). Tools are logged once per category, so a resumed run offers the very same tools.
+not cover (the unseen ones) the writer builds one, as a use episode does during training (docs/architecture.md,
+"One training step"). Tools are logged once per category, so a resumed run offers the very same tools.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def menu(
     """The category's own tool plus `n_distractors` tools of other categories (other groups first), shuffled.
 
     Tools keep their own names; a repeated one (written tools often share `solve`) is suffixed, and
-    descriptions tell them apart (DESIGN.md section 2, step 3).
+    descriptions tell them apart (docs/architecture.md, "One training step").
     """
     own = tools.get(category)
     if own is None:

@@ -1,7 +1,7 @@
 """What a retriever reads about a tool: its name, description and parameter schema as one text.
 
 BoR paper section 3 scores tools by their descriptions; pooled SMITH tools often share a callable
-name (`solve`), so the description and the parameters carry the meaning (DESIGN.md section 2.3).
+name (`solve`), so the description and the parameters carry the meaning (docs/architecture.md, "One training step").
 """
 
 from __future__ import annotations
