@@ -3,7 +3,8 @@
 The tool process loads the exported program with prctl (sandbox/_forkserver.py), so the sandbox needs
 no libseccomp of its own. A denylist in the style of container runtimes: everything a pure-Python tool
 needs stays allowed; kernel surfaces that namespaces and dropped capabilities do not already close
-(new namespaces, ptrace, bpf, io_uring, keyrings, mounts, non-UNIX sockets) fail with an errno.
+(new namespaces, ptrace, bpf, io_uring, keyrings, mounts, IPC objects that outlive a run, non-UNIX sockets)
+fail with an errno.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ DENIED = (
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "perf_event_open", "bpf", "userfaultfd",
     "keyctl", "add_key", "request_key", "pidfd_getfd", "name_to_handle_at", "open_by_handle_at",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "lookup_dcookie", "fanotify_init",
+    # System V and POSIX message-queue IPC: its objects live in the worker's IPC namespace, which every run of
+    # that worker shares, and outlive the process that made them (docs/sandbox.md, "Isolation guarantees")
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl", "ipc", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+    "mq_getsetattr",
 )  # fmt: skip
 CLONE_NAMESPACE_FLAGS = (0x00020000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x02000000)
 AF_UNIX = 1

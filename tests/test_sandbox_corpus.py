@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import subprocess
 import threading
 import time
 import uuid
@@ -417,6 +418,68 @@ def test_daemon_thread_and_child_die_with_the_run(sb, baseline):
     assert _leftovers(sb, results[0].stdout) == []
     res = run1(sb, "import threading\ndef tool():\n    return threading.active_count()\n")
     assert res.value == 1 and "tick" not in res.stdout  # nothing survives into another run
+
+
+IPC_KEY, MQ_NAME, SHM_NAME = 0x5EED, b"/smith-corpus-q", "/dev/shm/smith-corpus-shm"
+IPC_TOOL = f"""
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+
+def result(rc):
+    return rc if rc >= 0 else -ctypes.get_errno()
+
+def tool(make):
+    out = {{}}
+    if make:  # run A: an object of every kind, world-readable, the secret in shared memory
+        sid = result(libc.shmget({IPC_KEY}, 1 << 20, 0o1666))
+        if sid >= 0:
+            ctypes.memmove(libc.shmat(sid, None, 0), b"{SECRET}", {len(SECRET)})
+        out["shm"] = sid
+        out["msg"] = result(libc.msgget({IPC_KEY}, 0o1666))
+        out["sem"] = result(libc.semget({IPC_KEY}, 1, 0o1666))
+        out["mq"] = result(libc.mq_open({MQ_NAME!r}, os.O_CREAT | os.O_RDWR, 0o666, None))
+    else:  # run B, another uid: look each of them up
+        sid = result(libc.shmget({IPC_KEY}, 0, 0))
+        out["shm"] = ctypes.string_at(libc.shmat(sid, None, 0), {len(SECRET)}).decode() if sid >= 0 else sid
+        out["msg"] = result(libc.msgget({IPC_KEY}, 0))
+        out["sem"] = result(libc.semget({IPC_KEY}, 0, 0))
+        out["mq"] = result(libc.mq_open({MQ_NAME!r}, os.O_RDONLY))
+    try:  # POSIX shm_open and sem_open are files in /dev/shm
+        os.close(os.open({SHM_NAME!r}, (os.O_CREAT | os.O_RDWR) if make else os.O_RDONLY, 0o666))
+        out["dev_shm"] = 0
+    except OSError as exc:
+        out["dev_shm"] = -exc.errno
+    return out
+"""
+
+
+def _sysv_objects(worker_pid: int) -> str:
+    """The System V objects of a worker's IPC namespace, listed from the host (nsenter, as root)."""
+    tree = [psutil.Process(worker_pid), *psutil.Process(worker_pid).children(recursive=True)]
+    own = os.readlink("/proc/self/ns/ipc")
+    [ns] = {os.readlink(f"/proc/{p.pid}/ns/ipc") for p in tree} - {own}  # bubblewrap's namespace
+    pid = next(p.pid for p in tree if os.readlink(f"/proc/{p.pid}/ns/ipc") == ns)
+    files = ["/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem"]
+    argv = ["nsenter", f"--ipc=/proc/{pid}/ns/ipc", "tail", "-qn", "+2", *files]
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+
+def test_ipc_objects_cannot_carry_anything_into_the_next_run():
+    """System V segments, queues and semaphores and POSIX queues live in the worker's IPC namespace, which
+    every run of that worker shares: the seccomp filter refuses to create them, so none reaches a later run
+    (another uid) and no segment holds memory after the run."""
+    with Sandbox(isolation="strict", workers=1) as one:  # one worker: run B lands where run A ran
+        [made] = one.run(IPC_TOOL, "tool", [{"make": True}], limits=LIMITS)
+        assert one.quiesce()
+        [found] = one.run(IPC_TOOL, "tool", [{"make": False}], limits=LIMITS)
+        assert one.quiesce()
+        leftovers = _sysv_objects(one.workers[0].proc.pid)
+    assert made.status == "ok" and found.status == "ok"
+    refused = dict.fromkeys(("shm", "msg", "sem", "mq"), -errno.EPERM)
+    assert found.value == {**refused, "dev_shm": -errno.ENOENT}
+    assert leftovers == ""
+    assert made.value == {**refused, "dev_shm": -errno.EACCES}
 
 
 # ---------------------------------------------------------------- output and return values
