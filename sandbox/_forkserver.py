@@ -17,8 +17,11 @@ import ctypes
 import errno
 import fcntl
 import io
+import itertools
 import json
+import math
 import os
+import re
 import resource
 import shutil
 import signal
@@ -74,8 +77,82 @@ def load_seccomp(bpf: bytes) -> None:
 # ---------------------------------------------------------------- framing (shared with the host)
 
 
+# Strict JSON, the one codec of every frame both ways (host and tool, calls and replies): what it cannot carry
+# (not JSON data, NaN, Infinity, a lone surrogate, deeper nesting than MAX_DEPTH) is a FrameError.
+MAX_DEPTH = 100  # containers a value may nest; a frame wraps it in one more
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 / -1 as signed bytes
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class FrameError(ValueError):
+    """A value that cannot cross a frame as strict JSON; the message never echoes the value."""
+
+
+class TooDeep(FrameError):
+    """Nested deeper than MAX_DEPTH: for a tool's return value that is a "limit", like its size."""
+
+
+def _check_depth(data: bytes, wrappers: int) -> None:
+    """Bound the nesting of JSON text without recursing, so no depth can exhaust any stack that parses it."""
+    limit = MAX_DEPTH + wrappers
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return
+    steps = _JSON_STRING.sub(b"", data).translate(_BRACKET_STEPS, _NOT_BRACKETS)
+    if max(itertools.accumulate(memoryview(steps).cast("b")), default=0) > limit:
+        raise TooDeep(f"JSON nested more than {MAX_DEPTH} levels deep")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses as Infinity
+        raise FrameError("NaN and Infinity are not JSON")
+    return value
+
+
+def _no_constant(name: str) -> None:
+    raise FrameError("NaN and Infinity are not JSON")
+
+
+def dumps(obj: object, wrappers: int = 0) -> bytes:
+    """`obj` as strict JSON in UTF-8; `wrappers` frame levels around a value do not count to its depth."""
+    try:
+        data = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode()
+    except RecursionError:
+        raise TooDeep(f"JSON nested more than {MAX_DEPTH} levels deep") from None
+    except UnicodeEncodeError:
+        raise FrameError("a string holds a lone surrogate, which UTF-8 cannot encode") from None
+    except ValueError as exc:
+        raise FrameError("NaN and Infinity are not JSON" if "float" in str(exc) else _clean(str(exc))) from None
+    except TypeError as exc:
+        raise FrameError(_clean(str(exc))) from None
+    _check_depth(data, wrappers)
+    return data
+
+
+def loads(data: bytes, wrappers: int = 0) -> object:
+    """Parse what `dumps` makes and refuse anything else; depth is checked before parsing."""
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise FrameError("not UTF-8") from None
+    _check_depth(data, wrappers)
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:  # within the depth cap, but the caller's own stack is nearly exhausted
+        raise TooDeep(f"JSON nested too deeply for the caller's stack ({MAX_DEPTH} levels at most)") from None
+    except FrameError:
+        raise
+    except ValueError as exc:
+        raise FrameError(f"not JSON ({_clean(str(exc))})") from None
+    if _SURROGATE_ESCAPE.search(data):
+        dumps(value, wrappers)  # exact check: an escaped lone surrogate decodes to a str UTF-8 cannot hold
+    return value
+
+
 def pack(obj: object) -> bytes:
-    data = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode()
+    data = dumps(obj, wrappers=1)
     return HEADER.pack(len(data)) + data
 
 
@@ -95,7 +172,7 @@ def read_frame(fd: int) -> object | None:
     if head is None:
         return None
     body = _read_exact(fd, HEADER.unpack(head)[0])
-    return None if body is None else json.loads(body)
+    return None if body is None else loads(body, wrappers=1)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -118,27 +195,35 @@ def _classify(exc: BaseException) -> str:
     return "error"
 
 
+def _clean(text: str) -> str:
+    """Text that UTF-8 can carry: lone surrogates become backslash escapes."""
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
 def _describe(exc: BaseException) -> str:
     try:
         text = f"{type(exc).__name__}: {exc}"
     except BaseException:
         text = f"{type(exc).__name__}: <unprintable>"
-    return text[:ERROR_CHARS]
+    return _clean(text[:ERROR_CHARS])
 
 
 def _encode_value(value: object, max_bytes: int) -> tuple[str, object, str | None]:
-    """JSON-safe value or its repr; over max_bytes is a "limit" (a huge return cannot swamp the host)."""
+    """The value if strict JSON can carry it, else its repr (sets, objects, NaN, lone surrogates); nested
+    deeper than MAX_DEPTH or over max_bytes is a "limit" (a huge return cannot swamp the host)."""
     try:
-        json.dumps(value, allow_nan=False)
+        size = len(dumps(value))
+    except TooDeep as exc:
+        return "limit", None, f"return value is {exc} (the sandbox's cap)"
     except BaseException:
         try:
-            value = repr(value)
+            value = _clean(repr(value))
         except BaseException as exc:
             value = f"<unrepresentable {type(value).__name__}: {_describe(exc)}>"
-    try:
-        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
-    except BaseException as exc:
-        return "error", None, _describe(exc)
+        try:
+            size = len(dumps(value))
+        except BaseException as exc:
+            return "error", None, _describe(exc)
     if size > max_bytes:
         return "limit", None, f"return value is {size} bytes, over the {max_bytes}-byte cap (Limits.max_return_bytes)"
     return "ok", value, None

@@ -8,13 +8,13 @@ directory + rlimits + a network namespace where the kernel allows it. See docs/s
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sandbox._forkserver import FrameError, dumps, pack
 from sandbox.seccomp import build_bpf
 from sandbox.types import Limits, Result
 from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
@@ -148,23 +148,39 @@ class Sandbox:
         if not isinstance(code, str) or not isinstance(func_name, str):
             raise TypeError("code and func_name must be strings")
         calls = list(calls)
-        if not calls:
-            return []
         try:
-            json.dumps(calls, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"call arguments must be JSON data (they travel as JSON, never as source): {exc}") from exc
-        limits = limits or Limits()
+            dumps([code, func_name])
+        except FrameError as exc:
+            return [Result("error", None, f"the tool's code cannot travel as JSON: {exc}") for _ in calls]
+        # each call is checked by the encoder that frames it: one that cannot travel is that call's error
+        results: list[Result | None] = []
+        frames = []
+        for args in calls:
+            try:
+                frames.append(pack({"args": args}))
+                results.append(None)
+            except FrameError as exc:
+                results.append(Result("error", None, f"call arguments cannot travel as JSON: {exc}"))
+        if not frames:
+            return results
+        ran = iter(self._run_frames(code, func_name, frames, limits or Limits()))
+        return [r if r is not None else next(ran) for r in results]
+
+    def _run_frames(self, code: str, func_name: str, frames: list[bytes], limits: Limits) -> list[Result]:
         for attempt in range(2):
             try:
-                return self._with_worker(lambda w: w.run(code, func_name, calls, limits))
+                return self._with_worker(lambda w: w.run(code, func_name, frames, limits))
             except WorkerBroken as exc:
                 if attempt:
-                    return [Result("error", None, f"sandbox worker failed: {exc}") for _ in calls]
+                    return [Result("error", None, f"sandbox worker failed: {exc}") for _ in frames]
         raise AssertionError("unreachable")
 
     def run_script(self, code: str, stdin: str = "", limits: Limits | None = None) -> Result:
         """Run a whole program with `stdin`; Result.value is its exit code (SandboxFusion /run_code)."""
+        try:
+            dumps([code, stdin])
+        except FrameError as exc:
+            return Result("error", None, f"the program or its stdin cannot travel as JSON: {exc}")
         limits = limits or Limits()
         try:
             return self._with_worker(lambda w: w.run_script(code, stdin, limits))

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sandbox._forkserver import HEADER, UID_BLOCK, pack
+from sandbox._forkserver import HEADER, UID_BLOCK, FrameError, loads, pack
 from sandbox.types import Limits, Result
 
 FORKSERVER = Path(__file__).with_name("_forkserver.py")
@@ -192,16 +192,16 @@ class _ToolProcess:
         body = bytes(self.resp[HEADER.size : HEADER.size + size])
         del self.resp[: HEADER.size + size]
         try:
-            msg = json.loads(body)
-        except ValueError:
-            return "bad", "the tool wrote a malformed reply on the result pipe"
+            msg = loads(body, wrappers=1)
+        except FrameError as exc:
+            return "bad", f"the tool wrote a malformed reply on the result pipe: {exc}"
         if not isinstance(msg, dict) or msg.get("status") not in ("ok", "error", "limit"):
             return "bad", "the tool wrote a malformed reply on the result pipe"
         return "frame", msg
 
-    def send(self, obj: object) -> None:
-        """Queue a frame; it is written while waiting for replies (frames are pipelined, not lock-stepped)."""
-        self.outbox += pack(obj)
+    def send(self, frame: bytes) -> None:
+        """Queue a packed frame; it is written while waiting for replies (pipelined, not lock-stepped)."""
+        self.outbox += frame
         if not self.writing:
             self.writing = True
             self.poll.register(self.req_w, select.POLLOUT)
@@ -363,8 +363,8 @@ class Worker:
             return Result("timeout", None, error, tool.out.take(), tool.err.take(), seconds)
         return Result("error", None, msg, tool.out.take(), tool.err.take(), seconds)
 
-    def run(self, code: str, func_name: str, calls: list[Any], limits: Limits) -> list[Result]:
-        """Load `code` once per tool process, call `func_name` once per argument object.
+    def run(self, code: str, func_name: str, calls: list[bytes], limits: Limits) -> list[Result]:
+        """Load `code` once per tool process, call `func_name` once per call frame (already packed).
 
         A call that times out or kills its process ends that process; the remaining calls get a fresh one.
         """
@@ -374,8 +374,8 @@ class Worker:
             tool = self._fresh_tool(limits, len(calls) - len(results), load)
             t0 = time.monotonic()
             first = len(results)
-            tool.send(load)
-            tool.send({"args": calls[first]})  # pipelined behind the load: one round trip saved
+            tool.send(pack(load))
+            tool.send(calls[first])  # pipelined behind the load: one round trip saved
             kind, msg = tool.recv(limits.timeout_s)
             if kind != "frame" or msg["status"] != "ok":
                 res = self._result(tool, kind, msg, time.monotonic() - t0)
@@ -386,7 +386,7 @@ class Worker:
                 break
             while len(results) < len(calls):
                 if len(results) > first:  # later calls go one at a time, so output is attributed per call
-                    tool.send({"args": calls[len(results)]})
+                    tool.send(calls[len(results)])
                 t0 = time.monotonic()
                 kind, msg = tool.recv(limits.timeout_s)
                 res = self._result(tool, kind, msg, time.monotonic() - t0)
@@ -411,7 +411,7 @@ class Worker:
         load = {"kind": "script", "code": code, "stdin": stdin}
         tool = self._fresh_tool(limits, 1, load)
         t0 = time.monotonic()
-        tool.send(load)
+        tool.send(pack(load))
         kind, msg = tool.recv(limits.timeout_s)
         res = self._result(tool, kind, msg, time.monotonic() - t0)
         if kind != "frame":

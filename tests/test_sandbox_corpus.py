@@ -525,6 +525,75 @@ def test_json_arguments_are_data_not_source(sb, baseline):
     assert res.status == "ok" and res.value == [True, True, text]
 
 
+FORGE = (
+    "import os, struct, time\n"
+    "def tool(body):\n"
+    "    data = body.encode()\n"
+    "    os.write(4, struct.pack('>I', len(data)) + data)\n"  # a frame of its own on the reply pipe
+    "    time.sleep(5)\n"
+)
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize(
+    "value, reason",
+    [(DEEP, "nested more than 100 levels"), ("NaN", "NaN"), ("-Infinity", "Infinity"), ("1e400", "Infinity"),
+     ('"\\ud83d"', "lone surrogate"), ('["\\udfff"]', "lone surrogate")],
+)  # fmt: skip
+def test_forged_reply_frames_are_errors_not_exceptions(sb, baseline, value, reason):
+    """A tool can write any frame on its reply pipe: what strict JSON cannot hold (a stack-exhausting nest,
+    NaN, Infinity, a lone surrogate) is that call's error, never an exception in the caller or a bad value."""
+    body = '{"status": "ok", "value": ' + value + ', "error": null, "seconds": 0}'
+    res = run1(sb, FORGE, {"body": body})
+    assert res.status == "error" and res.value is None
+    assert res.error.startswith("the tool wrote a malformed reply on the result pipe: ") and reason in res.error
+
+
+def _at_depth(frames: int, fn):
+    """Call fn() with `frames` more Python frames on the stack (a grader deep inside a training step)."""
+    return _at_depth(frames - 1, fn) if frames else fn()
+
+
+def test_deep_return_values_are_a_limit_at_any_caller_depth(sb, baseline):
+    """Values cross at most 100 levels deep, so decoding one never depends on how deep the caller's stack is."""
+    code = "def tool(n):\n    x = 0\n    for _ in range(n):\n        x = [x]\n    return x\n"
+    results = _at_depth(50, lambda: sb.run(code, "tool", [{"n": 100}, {"n": 101}, {"n": 980}], limits=LIMITS))
+    assert [r.status for r in results] == ["ok", "limit", "limit"]
+    assert str(results[0].value).count("[") == 100
+    assert all("nested more than 100 levels" in r.error for r in results[1:])
+
+
+def test_values_strict_json_cannot_hold_come_back_as_repr(sb, baseline):
+    """Lone surrogates in a return value or an exception message are normalised by the tool process, like NaN."""
+    code = "def tool(raise_it):\n    if raise_it:\n        raise ValueError('bad \\ud83d')\n    return {'s': '\\ud800'}"
+    ret, exc = sb.run(code, "tool", [{"raise_it": False}, {"raise_it": True}], limits=LIMITS)
+    assert ret.status == "ok" and ret.value == "{'s': '\\ud800'}"
+    assert exc.status == "error" and exc.error == "ValueError: bad \\ud83d"
+
+
+def _nest(n: int) -> object:
+    x: object = 0
+    for _ in range(n):
+        x = [x]
+    return x
+
+
+def test_arguments_that_cannot_travel_as_json_are_that_calls_error(sb, baseline):
+    """The caller's arguments are checked by the encoder that frames them: each bad one is an error for its
+    own call, the good ones still run (in order), and nothing raises."""
+    code = "def tool(x):\n    return x\n"
+    bad = [float("nan"), float("inf"), "\ud83d", {"\udc00": 1}, _nest(3000), _nest(101), {1, 2}]
+    results = sb.run(code, "tool", [{"x": "a"}, *({"x": v} for v in bad), {"x": _nest(99)}], limits=LIMITS)
+    assert [r.status for r in results] == ["ok"] + ["error"] * len(bad) + ["ok"]
+    assert results[0].value == "a" and results[-1].value == _nest(99)
+    assert all(r.error.startswith("call arguments cannot travel as JSON: ") for r in results[1:-1])
+    assert "nested more than 100 levels" in results[5].error and "surrogate" in results[3].error
+    [res] = sb.run("def tool():\n    return '\ud83d'\n", "tool", [{}], limits=LIMITS)
+    assert res.status == "error" and "surrogate" in res.error
+    res = sb.run_script("print(input())", stdin="\ud83d", limits=LIMITS)
+    assert res.status == "error" and "surrogate" in res.error
+
+
 # ---------------------------------------------------------------- broken tools
 
 
