@@ -124,7 +124,8 @@ def execute_tool_calls(
         entry = menu.get(call.name)
         record: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
         if entry is None:
-            outs.append(f"error: unknown tool '{call.name}'; available: {', '.join(menu)}")
+            name = call.name.encode("utf-8", "backslashreplace").decode()  # a lone surrogate no tokenizer takes
+            outs.append(f"error: unknown tool '{name}'; available: {', '.join(menu)}")
             record["status"] = "unknown_tool"
         else:
             r = sandbox.run(entry.code, entry.function_name, [call.arguments], limits=limits)[0]

@@ -112,6 +112,9 @@ def parse_tool_calls(text: str) -> ParsedToolCalls:
         except json.JSONDecodeError as e:
             errors.append(f"tool call is not valid JSON: {e.msg}")
             continue
+        except RecursionError:  # thousands of nested brackets exhaust the parser's stack
+            errors.append("tool call is nested too deeply")
+            continue
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
             errors.append('tool call must be an object with a string "name"')
             continue
@@ -119,7 +122,7 @@ def parse_tool_calls(text: str) -> ParsedToolCalls:
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 errors.append("tool call arguments are not a JSON object")
                 continue
         if not isinstance(args, dict):
