@@ -83,6 +83,7 @@ MAX_DEPTH = 100  # containers a value may nest; a frame wraps it in one more
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 / -1 as signed bytes
 _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_NOT_FINITE = "NaN and Infinity are not JSON"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
@@ -107,12 +108,12 @@ def _check_depth(data: bytes, wrappers: int) -> None:
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # 1e400 parses as Infinity
-        raise FrameError("NaN and Infinity are not JSON")
+        raise FrameError(_NOT_FINITE)
     return value
 
 
 def _no_constant(name: str) -> None:
-    raise FrameError("NaN and Infinity are not JSON")
+    raise FrameError(_NOT_FINITE)
 
 
 def dumps(obj: object, wrappers: int = 0) -> bytes:
@@ -123,10 +124,9 @@ def dumps(obj: object, wrappers: int = 0) -> bytes:
         raise TooDeep(f"JSON nested more than {MAX_DEPTH} levels deep") from None
     except UnicodeEncodeError:
         raise FrameError("a string holds a lone surrogate, which UTF-8 cannot encode") from None
-    except ValueError as exc:
-        raise FrameError("NaN and Infinity are not JSON" if "float" in str(exc) else _clean(str(exc))) from None
-    except TypeError as exc:
-        raise FrameError(_clean(str(exc))) from None
+    except (TypeError, ValueError) as exc:
+        text = str(exc)
+        raise FrameError(_NOT_FINITE if text.startswith("Out of range float") else _clean(text)) from None
     _check_depth(data, wrappers)
     return data
 
