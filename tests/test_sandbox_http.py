@@ -136,6 +136,23 @@ def test_bad_requests_get_a_4xx_with_a_reason(http, path, body, status, reason):
     assert resp.status_code == status and reason in resp.json()["error"]
 
 
+def test_values_strict_json_cannot_carry_are_errors_not_5xx(http):
+    """A lone surrogate in the request, or a forged NaN or stack-deep reply, is that call's error (it was a 500)."""
+    echo = "def f(x):\n    return x\n"
+    forge = "import os, struct\ndef f(x):\n    os.write(4, struct.pack('>I', len(x)) + x.encode())\n"
+    deep = '{"status": "ok", "value": ' + "[" * 5000 + "]" * 5000 + "}"
+    cases = [
+        ("/run", {"code": echo, "func_name": "f", "calls": [{"x": "\ud83d"}, {"x": 1}]}, ["error", "ok"]),
+        ("/run", {"code": forge, "func_name": "f", "calls": [{"x": '{"status": "ok", "value": NaN}'}]}, ["error"]),
+        ("/run", {"code": forge, "func_name": "f", "calls": [{"x": deep}]}, ["error"]),
+    ]
+    for path, body, statuses in cases:
+        resp = http.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
+        assert resp.status_code == 200 and [r["status"] for r in resp.json()["results"]] == statuses
+    resp = http.post("/run_code", content=json.dumps({"code": "print(input())", "stdin": "\udfff"}))
+    assert resp.status_code == 200 and resp.json()["run_result"]["status"] == "Error"
+
+
 def test_oversized_bodies_and_wrong_methods(http):
     resp = http.post("/run", content=b"x" * (17 * 1024 * 1024))
     assert resp.status_code == 413 and "at most" in resp.json()["error"]
