@@ -196,7 +196,7 @@ class _ToolProcess:
         except FrameError as exc:
             return "bad", f"the tool wrote a malformed reply on the result pipe: {exc}"
         if not isinstance(msg, dict) or msg.get("status") not in ("ok", "error", "limit"):
-            return "bad", "the tool wrote a malformed reply on the result pipe"
+            return "bad", "the tool wrote a malformed reply on the result pipe: not a reply object"
         return "frame", msg
 
     def send(self, frame: bytes) -> None:
