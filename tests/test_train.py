@@ -128,14 +128,20 @@ def test_kill_9_then_resume_keeps_pool_and_step(tiny_model_dir, tmp_path):
     assert {e["code"] for e in saved["entries"]} <= codes  # nothing lost from the checkpointed pool
 
 
-def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
+def _torchrun(ranks: int, steps: int, tiny_model_dir: Path, tmp_path: Path) -> Path:
+    """`steps` of 2 prompts x G=2 on `ranks` CPU processes; returns the run directory."""
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     run = tmp_path / "run"
-    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "train.py", *overrides(tiny_model_dir, tmp_path),
-           "max_steps=2", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}"]
+    cmd = [torchrun, "--standalone", "--nproc_per_node", str(ranks), "train.py", *overrides(tiny_model_dir, tmp_path),
+           f"max_steps={steps}", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}"]
     env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return run
+
+
+def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
+    run = _torchrun(2, 2, tiny_model_dir, tmp_path)
     r0 = (run / "ranks" / "rank0.jsonl").read_text().splitlines()
     r1 = (run / "ranks" / "rank1.jsonl").read_text().splitlines()
     assert len(r0) == 2 and r0 == r1  # same gathered advantages and the same pool on both ranks
@@ -151,13 +157,7 @@ def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
 def test_groups_split_across_four_ranks(tiny_model_dir, tmp_path):
     """4 CPU ranks, one sample each: every GRPO group (G=2) is split over two ranks. No hang; both halves of a use
     group show the same menu; each rank's episodes are its own."""
-    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
-    run = tmp_path / "run"
-    cmd = [torchrun, "--standalone", "--nproc_per_node", "4", "train.py", *overrides(tiny_model_dir, tmp_path),
-           "max_steps=3", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}"]
-    env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = _torchrun(4, 3, tiny_model_dir, tmp_path)
     logs = [[json.loads(x) for x in (run / ("rollouts.jsonl" if r == 0 else f"rollouts.rank{r}.jsonl")).read_text()
              .splitlines()] for r in range(4)]
     assert [[e["kind"] for e in log] for log in logs] == [["build"] * 3, ["build"] * 3, ["use"] * 3, ["use"] * 3]
