@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> None:
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8080)
     srv.add_argument("--isolation", choices=("strict", "process"), default="strict")
-    srv.add_argument("--workers", type=int, default=None, help="pre-started workers (default: one per CPU)")
+    srv.add_argument("--workers", type=int, default=None, help="pre-started workers (default: two per CPU, at most 32)")
     args = parser.parse_args(argv)
     serve(args.host, args.port, isolation=args.isolation, workers=args.workers)
 
