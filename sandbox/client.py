@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 
+from sandbox._forkserver import FrameError, dumps
 from sandbox.types import Limits, Result
 
 SLACK_S = 30.0
@@ -36,12 +37,29 @@ class RemoteSandbox:
         return resp.json()
 
     def run(self, code: str, func_name: str, calls: list[Any], limits: Limits | None = None) -> list[Result]:
-        """One Result per argument object, in order, exactly as Sandbox.run."""
+        """One Result per argument object, in order, exactly as Sandbox.run: code or arguments that cannot
+        travel as strict JSON are per-call errors here too (checked with the sandbox's own frame encoder)."""
         limits = limits or Limits()
         calls = list(calls)
-        body = {"code": code, "func_name": func_name, "calls": calls, "limits": limits.to_dict()}
-        data = self._post("/run", body, limits.timeout_s * (len(calls) + 1) + SLACK_S)
-        return [Result.from_dict(r) for r in data["results"]]
+        try:
+            dumps([code, func_name])
+        except FrameError as exc:
+            return [Result("error", None, f"the tool's code cannot travel as JSON: {exc}") for _ in calls]
+        results: list[Result | None] = []
+        sendable = []
+        for args in calls:
+            try:
+                dumps({"args": args})
+                results.append(None)
+                sendable.append(args)
+            except FrameError as exc:
+                results.append(Result("error", None, f"call arguments cannot travel as JSON: {exc}"))
+        if not sendable:
+            return results
+        body = {"code": code, "func_name": func_name, "calls": sendable, "limits": limits.to_dict()}
+        data = self._post("/run", body, limits.timeout_s * (len(sendable) + 1) + SLACK_S)
+        ran = iter(Result.from_dict(r) for r in data["results"])
+        return [r if r is not None else next(ran) for r in results]
 
     def run_code(self, code: str, stdin: str = "", run_timeout: float = 10.0) -> dict[str, Any]:
         """SandboxFusion's /run_code, for tooling written against it."""

@@ -153,6 +153,16 @@ def test_values_strict_json_cannot_carry_are_errors_not_5xx(http):
     assert resp.status_code == 200 and resp.json()["run_result"]["status"] == "Error"
 
 
+def test_client_turns_unframeable_arguments_into_per_call_errors(server):
+    """RemoteSandbox.run answers arguments that cannot travel as strict JSON as Sandbox.run does (it raised)."""
+    echo = "def f(x):\n    return x\n"
+    with RemoteSandbox(server[0]) as client:
+        results = client.run(echo, "f", [{"x": float("nan")}, {"x": 2}, {"x": "\ud83d"}])
+        assert [r.status for r in results] == ["error", "ok", "error"] and results[1].value == 2
+        assert "cannot travel as JSON" in results[0].error
+        assert [r.status for r in client.run(echo + "# \udfff", "f", [{"x": 1}])] == ["error"]
+
+
 def test_oversized_bodies_and_wrong_methods(http):
     resp = http.post("/run", content=b"x" * (17 * 1024 * 1024))
     assert resp.status_code == 413 and "at most" in resp.json()["error"]
