@@ -166,9 +166,9 @@ def play(
     last_turn: LastTurn = "end",
     lock: AbstractContextManager | None = None,
 ) -> None:
-    """Play every open episode (`end is None`) to its end, all open ones batched per turn. Token-level
-    episodes need a backend with `continue_ids` and `tokenizer`; message-level ones one with `chat`. `lock`
-    guards the generation calls (a model shared with other threads)."""
+    """Play every open episode (`end is None`) to its end, all open ones batched per turn; the episodes of one
+    call are all token level (the backend needs `continue_ids` and `tokenizer`) or all message level (it
+    needs `chat`). `lock` guards the generation calls (a model shared with other threads)."""
     if max_turns < 1:
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
     lock = lock or nullcontext()
@@ -183,7 +183,7 @@ def play(
             gens = _generate(active, backend, params)
         pending: list[tuple[Episode, ParsedToolCalls]] = []
         for e, g in zip(active, gens, strict=True):
-            parsed = _take_reply(e, g, backend, turn)
+            parsed = _take_reply(e, g, turn)
             if e.room is not None and g.finish_reason == "length":
                 e.end = "budget"
             elif not e.menu or not (parsed.calls or parsed.errors):
@@ -212,7 +212,7 @@ def _generate(active: list[Episode], backend: Any, params: SamplingParams) -> li
     return backend.chat([e.transcript for e in active], [e.tools for e in active], params)
 
 
-def _take_reply(e: Episode, g: Generation, backend: Any, turn: int) -> ParsedToolCalls:
+def _take_reply(e: Episode, g: Generation, turn: int) -> ParsedToolCalls:
     e.turns += 1
     e.prompt_tokens += g.prompt_tokens
     e.completion_tokens += g.completion_tokens
