@@ -113,16 +113,21 @@ def test_kill_9_then_resume_keeps_pool_and_step(tiny_model_dir, tmp_path):
     proc = _train_cli(*base, f"output_dir={run}", wait=False)
     marker = run / "checkpoint-2" / "smith_checkpoint.json"
     deadline = time.time() + 400
-    while not marker.exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+    # killed once step 3 is logged but not checkpointed: the resume replays it
+    while not (marker.exists() and (run / "metrics.jsonl").exists() and 3 in _steps(run)) \
+            and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
     assert marker.exists(), proc.stdout.read() if proc.poll() is not None else "no checkpoint-2 in time"
+    assert not (run / "checkpoint-4").exists(), "step 4 finished before the kill; the test needs it killed in between"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     saved = json.loads((run / "checkpoint-2" / "tool_pool.json").read_text())
     assert saved["entries"], "the scripted policy writes working tools: the pool must not be empty"
     _train_cli(*base, f"resume={run}")
     final = json.loads((run / "checkpoint-4" / "smith_checkpoint.json").read_text())
-    assert final["step"] == 4 and _steps(run)[-1] == 4
+    assert final["step"] == 4 and _steps(run) == [1, 2, 3, 4]  # step 3 logged once, not twice
+    rollout_steps = [json.loads(x)["step"] for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    assert rollout_steps == sorted(rollout_steps) and set(rollout_steps) == {1, 2, 3, 4}
     pool = json.loads((run / "tool_pool.json").read_text())
     codes = {e["code"] for e in pool["entries"]}
     assert {e["code"] for e in saved["entries"]} <= codes  # nothing lost from the checkpointed pool

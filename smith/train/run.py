@@ -260,7 +260,7 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         elif cfg.generation.backend == "scripted":
             rollout.policy = scripted_policy(str(cfg.generation.script), tok)
         if ckpt is not None:
-            restore(session, model, ckpt)
+            restore(session, model, ckpt, state.process_index)
             print(f"resuming {run_dir} from {ckpt.name} (pool of {len(pool)} tools)")
         trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
         if state.is_main_process:

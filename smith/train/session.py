@@ -172,17 +172,36 @@ def last_complete_checkpoint(run_dir: Path) -> Path | None:
     return done
 
 
-def restore(session: Session, model: Any, ckpt: Path) -> None:
-    """Pool, evaluator copy and sync step from a checkpoint (TRL/Trainer restore the rest)."""
+def restore(session: Session, model: Any, ckpt: Path, rank: int = 0) -> None:
+    """Pool, evaluator copy and sync step from a checkpoint (TRL/Trainer restore the rest); this rank's logs
+    trimmed back to the checkpoint's step."""
     session.pool.__dict__.update(ToolPool.load(ckpt / POOL_FILE).__dict__)
     meta = json.loads((ckpt / COMPLETE).read_text())
     session.last_sync = int(meta.get("last_sync", 0))
+    trim_logs(session.run_dir, int(meta["step"]), rank)
     if session.has_evaluator_copy and (ckpt / EVALUATOR_FILE).exists():
         state = torch.load(ckpt / EVALUATOR_FILE)
         params = dict(model.named_parameters())
         with torch.no_grad(), gathered([params[n] for n in state], modify=True):
             for name, value in state.items():
                 params[name].copy_(value)
+
+
+def trim_logs(run_dir: Path, step: int, rank: int) -> None:
+    """A resumed run replays the steps after its checkpoint: drop the rows they wrote before (and a row cut
+    by a kill), so no step is logged twice. Each rank trims its own files."""
+    for name in (["metrics.jsonl", "rollouts.jsonl"] if rank == 0 else [f"rollouts.rank{rank}.jsonl"]):
+        path = run_dir / name
+        if not path.exists():
+            continue
+        keep = []
+        for line in path.read_text().splitlines():
+            try:
+                if json.loads(line).get("step", 0) <= step:
+                    keep.append(line + "\n")
+            except ValueError:
+                continue
+        path.write_text("".join(keep))
 
 
 def save_config(cfg: DictConfig, run_dir: Path) -> None:
