@@ -168,6 +168,7 @@ def test_groups_split_across_four_ranks(tiny_model_dir, tmp_path):
     assert [[e["kind"] for e in log] for log in logs] == [["build"] * 3, ["build"] * 3, ["use"] * 3, ["use"] * 3]
     menus = [[e["trace"].get("menu") for e in log] for log in logs[2:]]
     assert menus[0] == menus[1] and any(menus[0])  # once the pool has tools, both halves see one menu
+    assert [e["key"] for e in logs[2]] == [e["key"] for e in logs[3]] == ["use:0", "use:1", "use:2"]  # one group
     ranks = [(run / "ranks" / f"rank{r}.jsonl").read_text() for r in range(4)]
     assert all(r == ranks[0] for r in ranks)  # the same gathered advantages and pool everywhere
 
@@ -233,3 +234,18 @@ def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_p
                           f"output_dir={tmp_path / 'cli'}"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith("error: judge endpoint")
     assert not (tmp_path / "cli").exists()
+
+
+def test_stray_checkpoint_directories_are_ignored(tmp_path):
+    """A `checkpoint-4-backup` a user made beside the real ones does not break resume, reports or pool lookup."""
+    from smith.pool import checkpoints, resolve_pool_path
+    from smith.train.session import COMPLETE, last_complete_checkpoint
+
+    for name in ("checkpoint-2", "checkpoint-10", "checkpoint-4-backup", "checkpoint-x"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / COMPLETE).write_text("{}")
+        (tmp_path / name / "tool_pool.json").write_text("{}")
+    assert [s for s, _ in checkpoints(tmp_path)] == [2, 10]
+    assert last_complete_checkpoint(tmp_path).name == "checkpoint-10"
+    assert resolve_pool_path(tmp_path).parent.name == "checkpoint-10"
+    assert (tmp_path / "checkpoint-4-backup").exists()  # not the run's to delete

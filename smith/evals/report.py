@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from smith.evals.common import markdown_table
+from smith.pool import POOL_FILE, checkpoints
 
-POOL_FILE = "tool_pool.json"
 _AXIS = re.compile(r"^rewards/([^/]+)/mean$")
 _POOL = re.compile(r"^pool/size/(.+)$")
 
@@ -81,9 +81,10 @@ def pool_growth(run: Path, rows: list[dict[str, Any]]) -> dict[str, tuple[list[f
     if keys:
         return {c: series(rows, f"pool/size/{c}") for c in keys}
     growth: dict[str, tuple[list[float], list[float]]] = {}
-    ckpts = sorted(run.glob(f"checkpoint-*/{POOL_FILE}"), key=lambda p: int(p.parent.name.split("-")[-1]))
-    for path in ckpts:
-        step = float(path.parent.name.split("-")[-1])
+    for step, ckpt in checkpoints(run):
+        path = ckpt / POOL_FILE
+        if not path.is_file():
+            continue
         entries = json.loads(path.read_text()).get("entries", [])
         counts: dict[str, int] = {}
         for e in entries:

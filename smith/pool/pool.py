@@ -10,6 +10,7 @@ import ast
 import json
 import os
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -193,6 +194,14 @@ class ToolPool:
         return pool
 
 
+def checkpoints(run_dir: str | os.PathLike) -> list[tuple[int, Path]]:
+    """A run directory's `checkpoint-<step>` directories, oldest first; anything else there (a
+    `checkpoint-4-backup` a user made) is ignored."""
+    found = [(int(m.group(1)), p) for p in Path(run_dir).glob("checkpoint-*")
+             if p.is_dir() and (m := re.fullmatch(r"checkpoint-(\d+)", p.name))]
+    return sorted(found)
+
+
 def resolve_pool_path(path: str | os.PathLike) -> Path:
     """A pool file, a checkpoint directory holding one, or a run directory (newest checkpoint with a pool)."""
     path = Path(path)
@@ -201,7 +210,7 @@ def resolve_pool_path(path: str | os.PathLike) -> Path:
     if (path / POOL_FILE).is_file():
         return path / POOL_FILE
     if path.is_dir():
-        candidates = sorted(path.glob(f"checkpoint-*/{POOL_FILE}"), key=lambda p: int(p.parent.name.split("-")[-1]))
+        candidates = [c / POOL_FILE for _, c in checkpoints(path) if (c / POOL_FILE).is_file()]
         if candidates:
             return candidates[-1]
     raise FileNotFoundError(f"no tool pool at {path} (expected a {POOL_FILE} file, or a run/checkpoint directory)")

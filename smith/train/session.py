@@ -19,7 +19,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from transformers import TrainerCallback
 
-from smith.pool import POOL_FILE, PoolEntry, ToolPool
+from smith.pool import POOL_FILE, PoolEntry, ToolPool, checkpoints
 from smith.rollout.episodes import AXES, Rollout, RolloutSettings, Sample
 from smith.train.trainer import evaluator_state, format_reasons, gathered, sync_evaluator
 
@@ -85,7 +85,7 @@ class Session:
             f.write(json.dumps(row) + "\n")
 
     # -- logging ---------------------------------------------------------------------------------------
-    def record(self, samples: list[Sample], rank: int = 0, step: int = 0) -> None:
+    def record(self, samples: list[Sample], rank: int = 0, step: int = 0, keys: list[str] | None = None) -> None:
         """Per-step metrics beyond TRL's own: format failures, pool sizes, use outcomes, timing; and this rank's
         episodes, appended to its own log (ranks never share a file)."""
         m: dict[str, float] = {}
@@ -107,9 +107,11 @@ class Session:
             m[f"time/{k}"] = v
         self.step_metrics = m
         with (self.run_dir / ("rollouts.jsonl" if rank == 0 else f"rollouts.rank{rank}.jsonl")).open("a") as f:
-            for s in samples:
-                f.write(json.dumps({"step": step, "kind": s.kind, "category": s.category, "rewards": _clean(s.rewards),
-                                    "truncated": s.truncated, "trace": s.trace}, default=str) + "\n")
+            for s, key in zip(samples, keys or [None] * len(samples), strict=True):
+                # `key` (build:N / use:N) names the GRPO group: its G samples share it, on whichever rank
+                f.write(json.dumps({"step": step, "key": key, "kind": s.kind, "category": s.category,
+                                    "rewards": _clean(s.rewards), "truncated": s.truncated, "trace": s.trace},
+                                   default=str) + "\n")
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
@@ -164,7 +166,7 @@ class SmithCallback(TrainerCallback):
 def last_complete_checkpoint(run_dir: Path) -> Path | None:
     """Newest checkpoint whose completion marker exists; interrupted ones are removed."""
     done = None
-    for ckpt in sorted(run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])):
+    for _, ckpt in checkpoints(run_dir):
         if (ckpt / COMPLETE).exists():
             done = ckpt
         else:

@@ -104,7 +104,7 @@ class SmithTrainer(GRPOTrainer):
         by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
                    "use": iter([s for s in samples if s.kind == "use"])}
         ordered = [next(by_kind[k.split(":")[0]]) for k in prompts]  # back to TRL's order
-        sess.record(ordered, self.accelerator.process_index, step + 1)
+        sess.record(ordered, self.accelerator.process_index, step + 1, prompts)
         out: dict[str, Any] = {
             "prompt_ids": [s.prompt_ids for s in ordered],
             "completion_ids": [s.completion_ids for s in ordered],
