@@ -6,8 +6,7 @@ from typing import Any
 
 import httpx
 
-from sandbox._forkserver import FrameError, dumps
-from sandbox.types import Limits, Result
+from sandbox.types import Limits, Result, framed_calls
 
 SLACK_S = 30.0
 
@@ -41,19 +40,8 @@ class RemoteSandbox:
         travel as strict JSON are per-call errors here too (checked with the sandbox's own frame encoder)."""
         limits = limits or Limits()
         calls = list(calls)
-        try:
-            dumps([code, func_name])
-        except FrameError as exc:
-            return [Result("error", None, f"the tool's code cannot travel as JSON: {exc}") for _ in calls]
-        results: list[Result | None] = []
-        sendable = []
-        for args in calls:
-            try:
-                dumps({"args": args})
-                results.append(None)
-                sendable.append(args)
-            except FrameError as exc:
-                results.append(Result("error", None, f"call arguments cannot travel as JSON: {exc}"))
+        results, _ = framed_calls(code, func_name, calls)
+        sendable = [args for args, r in zip(calls, results, strict=True) if r is None]
         if not sendable:
             return results
         body = {"code": code, "func_name": func_name, "calls": sendable, "limits": limits.to_dict()}

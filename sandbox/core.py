@@ -14,9 +14,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sandbox._forkserver import FrameError, dumps, pack
+from sandbox._forkserver import FrameError, dumps
 from sandbox.seccomp import build_bpf
-from sandbox.types import Limits, Result
+from sandbox.types import Limits, Result, framed_calls
 from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
 
 ISOLATIONS = ("strict", "process")
@@ -147,20 +147,7 @@ class Sandbox:
         """One Result per argument object, in order. dict -> f(**kw), list -> f(*args), else f(arg)."""
         if not isinstance(code, str) or not isinstance(func_name, str):
             raise TypeError("code and func_name must be strings")
-        calls = list(calls)
-        try:
-            dumps([code, func_name])
-        except FrameError as exc:
-            return [Result("error", None, f"the tool's code cannot travel as JSON: {exc}") for _ in calls]
-        # each call is checked by the encoder that frames it: one that cannot travel is that call's error
-        results: list[Result | None] = []
-        frames = []
-        for args in calls:
-            try:
-                frames.append(pack({"args": args}))
-                results.append(None)
-            except FrameError as exc:
-                results.append(Result("error", None, f"call arguments cannot travel as JSON: {exc}"))
+        results, frames = framed_calls(code, func_name, list(calls))
         if not frames:
             return results
         ran = iter(self._run_frames(code, func_name, frames, limits or Limits()))

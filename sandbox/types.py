@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox._forkserver import FrameError, dumps, pack
+
 STATUSES = ("ok", "error", "timeout", "limit")
 
 
@@ -74,3 +76,21 @@ class Result:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
         return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
+
+def framed_calls(code: str, func_name: str, calls: list[Any]) -> tuple[list[Result | None], list[bytes]]:
+    """Each call checked by the encoder that frames it: per call an error Result (it cannot travel as strict
+    JSON) or None, and the frames of those that can. Code that cannot travel makes every call an error."""
+    try:
+        dumps([code, func_name])
+    except FrameError as exc:
+        return [Result("error", None, f"the tool's code cannot travel as JSON: {exc}") for _ in calls], []
+    results: list[Result | None] = []
+    frames = []
+    for args in calls:
+        try:
+            frames.append(pack({"args": args}))
+            results.append(None)
+        except FrameError as exc:
+            results.append(Result("error", None, f"call arguments cannot travel as JSON: {exc}"))
+    return results, frames
