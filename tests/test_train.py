@@ -200,6 +200,18 @@ def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path):
     assert not (tmp_path / "cli").exists()  # no empty run directory left behind
 
 
+@pytest.mark.parametrize("override", ["max_steps=abc", "max_steps=0", "dapo.learning_rate=-1",
+                                      "sandbox.timeout_s=0", "dapo.num_generations=1", "build.k_heldout=2.5"])
+def test_a_bad_number_fails_in_one_line_before_loading(override, tmp_path):
+    key = override.split("=")[0]
+    with pytest.raises(SystemExit, match=rf"^error: {re.escape(override)} must be (an integer|a number) >= "):
+        train(compose("config", ["recipe=tiny", override]), tmp_path / "run")
+    out = subprocess.run([sys.executable, "train.py", "recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith(f"error: {key}=")
+    assert not (tmp_path / "cli").exists()
+
+
 def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_path):
     import http.server
     import threading

@@ -6,6 +6,7 @@ trainer -> train (or resume) -> pool saved. The step itself lives in SmithTraine
 
 from __future__ import annotations
 
+import math
 import os
 from contextlib import ExitStack
 from pathlib import Path
@@ -176,9 +177,30 @@ CHOICES = {
 }
 
 
+# numeric settings: (type, smallest allowed value)
+NUMBERS = {
+    "seed": (int, 0), "max_steps": (int, 1), "save_every": (int, 1),
+    "lora.r": (int, 1), "lora.alpha": (float, 0.0), "lora.dropout": (float, 0.0),
+    "dapo.num_generations": (int, 2), "dapo.prompts_per_step": (int, 1), "dapo.gradient_accumulation_steps": (int, 1),
+    "dapo.learning_rate": (float, 0.0), "dapo.warmup_steps": (int, 0), "dapo.temperature": (float, 0.0),
+    "dapo.top_p": (float, 0.0), "dapo.max_completion_length": (int, 1), "dapo.beta": (float, 0.0),
+    "dapo.epsilon": (float, 0.0), "dapo.epsilon_high": (float, 0.0), "dapo.std_floor": (float, 0.0),
+    "build.n_examples": (int, 1), "build.k_heldout": (int, 1), "use.max_turns": (int, 1),
+    "use.n_distractors": (int, 0), "evaluator.sync_every": (int, 0), "pool.cap_per_category": (int, 1),
+    "tasks.bank_size": (int, 1), "sandbox.timeout_s": (float, 0.001), "sandbox.memory_mb": (int, 16),
+    "sandbox.workers": (int, 1),
+}
+
+
 def check_config(cfg: DictConfig) -> None:
-    """Fail in one line before any model loads: a misspelt enumerated value (it used to mean None), or an
-    external evaluator/judge endpoint that is not up or does not serve the named model."""
+    """Fail in one line before any model loads: a misspelt enumerated value (it used to mean None), a number of
+    the wrong type or out of range (it failed after the model loaded), or an external evaluator/judge
+    endpoint that is not up or does not serve the named model."""
+    for key, (kind, low) in NUMBERS.items():
+        value = OmegaConf.select(cfg, key)
+        number = isinstance(value, int) if kind is int else isinstance(value, int | float) and math.isfinite(value)
+        if isinstance(value, bool) or not number or value < low:
+            raise SystemExit(f"error: {key}={value} must be {'an integer' if kind is int else 'a number'} >= {low}")
     for key, valid in CHOICES.items():
         value = OmegaConf.select(cfg, key)
         if str(value) not in valid:
