@@ -85,6 +85,34 @@ def test_corrupt_pool_file_is_a_clear_error(tmp_path):
         ToolPool.load(tmp_path / "missing")
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["entries"][0].update(r_eval=None), r"entry 0: r_eval is 'None', want a number in \[0, 1\]"),
+    (lambda d: d["entries"][0].update(r_eval="0.5"), r"entry 0: r_eval .* want a number"),
+    (lambda d: d["entries"][0].update(r_eval=2.0), r"entry 0: r_eval .* want a number in \[0, 1\]"),
+    (lambda d: d["entries"][0].update(code=["print(1)"]), r"entry 0: code .* want a string"),
+    (lambda d: d["entries"][0].update(schema="x"), r"entry 0: schema .* want an object"),
+    (lambda d: d["entries"][0].update(extra=1), r"entry 0 has unknown fields \['extra'\]"),
+    (lambda d: d.update(format_version=999), r"format_version 999; this smith reads 1"),
+    (lambda d: d.update(cap_per_category=1e400), r"cap_per_category inf is not an integer >= 1"),
+    (lambda d: d.update(cap_per_category=True), r"cap_per_category True"),
+    (lambda d: d.update(entries={}), r"entries is not a list"),
+])
+def test_a_pool_file_with_bad_fields_is_a_one_line_error(change, message, tmp_path):
+    """Wrong types, out-of-range values, an unknown version: refused on load, naming the field (they used to
+    load silently or fail later with a traceback)."""
+    pool = ToolPool()
+    pool.admit(entry("gcd", r_eval=0.5))
+    path = pool.save(tmp_path / "tool_pool.json")
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(PoolFileError, match=message):
+        ToolPool.load(path)
+    path.write_text('{"entries": ' + "[" * 100_000 + "]" * 100_000 + "}")  # nested too deep for the parser
+    with pytest.raises(PoolFileError, match="corrupt"):
+        ToolPool.load(path)
+
+
 def test_load_from_run_dir_picks_newest_checkpoint(tmp_path):
     for step, n in [(2, 1), (10, 2)]:
         pool = ToolPool()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import random
 import re
@@ -85,6 +86,49 @@ class PoolEntry:
 
 class PoolFileError(ValueError):
     """A pool file that cannot be read; never silently treated as an empty pool."""
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+# entry field -> (check, what it must be)
+_ENTRY = {
+    "category": (lambda x: isinstance(x, str) and x, "a non-empty string"),
+    "code": (lambda x: isinstance(x, str), "a string"),
+    "schema": (lambda x: isinstance(x, dict), "an object"),
+    "function_name": (lambda x: isinstance(x, str) and x, "a non-empty string"),
+    "r_eval": (lambda x: _number(x) and 0 <= x <= 1, "a number in [0, 1]"),
+    "r_judge": (lambda x: x is None or _number(x), "null or a number"),
+    "step": (lambda x: isinstance(x, int) and not isinstance(x, bool) and x >= 0, "an integer >= 0"),
+    "source_run": (lambda x: isinstance(x, str), "a string"),
+    "meta": (lambda x: isinstance(x, dict), "an object"),
+}
+
+
+def _check_pool_file(data: Any) -> None:
+    """The file's shape, types and ranges, so a bad file fails here in one line (not later, or silently)."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"format_version {data.get('format_version')!r}; this smith reads {FORMAT_VERSION}")
+    cap = data.get("cap_per_category")
+    if not (isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1):
+        raise ValueError(f"cap_per_category {cap!r} is not an integer >= 1")
+    groups = data.get("groups") or {}
+    if not (isinstance(groups, dict) and all(isinstance(v, str) for v in groups.values())):
+        raise ValueError("groups is not an object of strings")
+    if not isinstance(data.get("entries"), list):
+        raise ValueError("entries is not a list")
+    for i, raw in enumerate(data["entries"]):
+        if not isinstance(raw, dict):
+            raise ValueError(f"entry {i} is not an object")
+        unknown = sorted(set(raw) - set(_ENTRY))
+        if unknown:
+            raise ValueError(f"entry {i} has unknown fields {unknown}")
+        for name, (ok, want) in _ENTRY.items():
+            if name in raw and not ok(raw[name]):
+                raise ValueError(f"entry {i}: {name} is {str(raw[name])[:40]!r}, want {want}")
 
 
 class ToolPool:
@@ -184,10 +228,11 @@ class ToolPool:
         path = resolve_pool_path(path)
         try:
             data = json.loads(path.read_text())
-            pool = cls(cap_per_category=int(data["cap_per_category"]), groups=data.get("groups"))
+            _check_pool_file(data)
+            pool = cls(cap_per_category=data["cap_per_category"], groups=data.get("groups"))
             for raw in data["entries"]:
                 pool._by_cat.setdefault(raw["category"], []).append(PoolEntry(**raw))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError) as e:
             raise PoolFileError(f"tool pool file {path} is corrupt or not a smith pool ({e}); not loading it") from None
         for entries in pool._by_cat.values():
             entries.sort(key=lambda e: e.quality, reverse=True)
