@@ -9,7 +9,8 @@ from omegaconf import DictConfig
 
 
 def resolve_run_dir(cfg: DictConfig) -> Path:
-    """The run directory, computed once on rank 0 and broadcast, so ranks never race on timestamps.
+    """The run directory, computed once on rank 0 and broadcast, so ranks never race on timestamps (`train`
+    creates it, once the configuration has passed its checks).
 
     First use of the process state: without `cpu=True` a CPU-only torchrun looks like one process here (while
     the Trainer's own Accelerator sees all), so every rank would name its own run directory and size the batch
@@ -32,12 +33,10 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
     run_dir = Path(path)
     if cfg.resume and not run_dir.is_dir():
         raise SystemExit(f"error: resume={run_dir} is not a run directory")
-    run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 
 
 def run(cfg: DictConfig) -> Path:
-    from smith.train.run import check_config, train
+    from smith.train.run import train
 
-    check_config(cfg)  # before the run directory exists
     return train(cfg, resolve_run_dir(cfg))

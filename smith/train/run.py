@@ -231,7 +231,8 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from smith.tasks import load_catalog
     from smith.train.data import TaskSource, prompt_rows
 
-    check_config(cfg)
+    check_config(cfg)  # before the run directory exists
+    run_dir.mkdir(parents=True, exist_ok=True)
     state = PartialState()
     on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
     torch.manual_seed(int(cfg.seed))
