@@ -99,7 +99,7 @@ def test_build_demo_has_the_rollouts_token_layout(tok, sandbox, rg_cache):
 
 
 def test_use_demo_masks_tool_output_and_trains_the_answers(tok, demos):
-    demo: Demo = next(d for d in demos[0] if d.tools is not None)
+    demo: Demo = next(d for d in demos[0] if d.tools is not None and len(d.turns) == 2)
     ids, labels = render(demo, tok)
     prompt = tok.apply_chat_template(demo.messages, tools=demo.tools, add_generation_prompt=True, tokenize=True,
                                      return_dict=True)["input_ids"]
@@ -116,6 +116,19 @@ def test_use_demo_masks_tool_output_and_trains_the_answers(tok, demos):
     assert call == demo.turns[0][0] + tok.eos_token and answer == demo.turns[1][0] + tok.eos_token
     masked = tok.decode(ids[runs[0][1]: runs[1][0]])
     assert "<tool_response>" in masked and demo.turns[0][1][0]["content"] in masked
+
+
+def test_some_use_demos_guess_without_a_tool(tok, demos):
+    """The 'no tool call' mistake: one trained reply, made up from the question alone (a number or the word),
+    so RL has a one-token decision (call or guess) to learn."""
+    guesses = [d for d in demos[0] if d.tools is not None and len(d.turns) == 1]
+    uses = [d for d in demos[0] if d.tools is not None]
+    assert 0.25 <= len(guesses) / len(uses) <= 0.55
+    for d in guesses:
+        (answer, follow), = d.turns
+        assert follow is None and "<tool_call>" not in answer and answer in d.messages[-1]["content"]
+        labels = render(d, tok)[1]
+        assert tok.decode([x for x in labels if x != -100]) == answer + tok.eos_token
 
 
 def test_unusable_model_dir_is_a_one_line_error(tmp_path):

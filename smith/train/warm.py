@@ -10,8 +10,9 @@ real prompts (`build_messages`, `use_messages`, the inner-build turn) and the re
   numbers, unique factors only, a missing last factor; off by one; wrong output format; a schema naming
   another function).
 - use: a question and a 3-tool menu named as the rollout names them -> a `<tool_call>`, the tool's real
-  output, then the final answer. Mistakes: the wrong tool, a damaged argument, an answer that is not the
-  tool's output.
+  output, then the final answer. Mistakes: no tool call (a guess), the wrong tool, a damaged argument, a
+  guess instead of the tool's output. Most are one decision (call or guess, which output to repeat) that RL
+  can move in a few steps; copy slips are not demonstrated, since they only teach the model to copy worse.
 - inner build: a build, the rollout's "your tool is now available" turn, then the use protocol.
 
 Two stages, both TRL `SFTTrainer`: (1) short copy drills (`copy_drills`), (2) the demonstrations.
@@ -37,12 +38,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from transformers import Trainer
+from trl import SFTTrainer
+
 from smith.episodes import continuation_ids
 from smith.pool import PoolEntry, menu_names
 from smith.rollout.episodes import inner_build_message
 from smith.rollout.prompts import build_messages, use_messages
 
-WARM_VERSION = 3
+WARM_VERSION = 4
 MARKER = "smith_warm.json"
 CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
 SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
@@ -91,7 +95,7 @@ DESCRIPTIONS = {
 }
 # Episode mix and the use mistakes' rates.
 KINDS = (("build", 0.42), ("use", 0.43), ("inner", 0.15))
-P_MALFORMED, P_WRONG_TOOL, P_BAD_ARGS, P_BAD_ANSWER = 0.08, 0.15, 0.1, 0.1
+P_MALFORMED, P_NO_CALL, P_WRONG_TOOL, P_BAD_ARGS, P_GUESS = 0.08, 0.4, 0.25, 0.05, 0.1
 
 
 @dataclass
@@ -143,10 +147,18 @@ def _damage(question: str, rng: random.Random) -> str:
     return question[: max(1, len(question) // 2)]
 
 
+def _guess(question: str, rng: random.Random) -> str:
+    """An answer made up from the question alone: one of its numbers, or its last word."""
+    numbers = re.findall(r"\d+", question)
+    return rng.choice(numbers) if numbers else question.split()[-1]
+
+
 def _use_turns(question: str, menu: dict[str, PoolEntry], target: str, rng: random.Random
                ) -> tuple[list[tuple[str, list[dict[str, str]] | None]], bool]:
     """Call a menu tool, read its output, answer. Returns the turns and whether the answer is the target's
     output on the untouched question (what the rollout rewards, given a correct tool)."""
+    if rng.random() < P_NO_CALL:
+        return [(_guess(question, rng), None)], False
     ok = True
     name = target
     if rng.random() < P_WRONG_TOOL:
@@ -158,9 +170,8 @@ def _use_turns(question: str, menu: dict[str, PoolEntry], target: str, rng: rand
         "\n</tool_call>"
     output = run_tool(menu[name], argument)
     answer = output
-    if rng.random() < P_BAD_ANSWER:
-        numbers = re.findall(r"-?\d+", question)
-        answer, ok = (rng.choice(numbers) if numbers and rng.random() < 0.5 else output[:-1] or "0"), False
+    if rng.random() < P_GUESS:
+        answer, ok = _guess(question, rng), False
     return [(call, [{"role": "tool", "content": output}]), (answer, None)], ok
 
 
@@ -268,12 +279,21 @@ def render_text(demo: Demo, tokenizer: Any) -> str:
     return text
 
 
+class PlainLossSFTTrainer(SFTTrainer):
+    """TRL's SFT with the model's own cross-entropy. On CPU, TRL's chunked log-prob loss scores every position,
+    prompt tokens included, and halves the speed of this tiny model (benchmarks/warm_sft.py)."""
+
+    def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+                     ) -> Any:
+        return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
+
+
 @dataclass
 class WarmSettings:
     """What the cached model depends on (its marker); sized for 2 CPU cores."""
 
     seed: int = 0
-    copy_steps: int = 1000  # stage 1: copy drills
+    copy_steps: int = 1500  # stage 1: copy drills
     copy_batch_size: int = 32
     copy_learning_rate: float = 3e-3
     n_demos: int = 3200  # stage 2: the protocol demonstrations, one pass
@@ -287,8 +307,9 @@ class WarmSettings:
     intermediate_size: int = 384
 
     def key(self) -> dict[str, Any]:
-        src = hashlib.sha1(json.dumps([TOOLS, NAMES, DESCRIPTIONS, KINDS, CATEGORIES, EASY_BANK, HARD_BANK,
-                                       P_MALFORMED, P_WRONG_TOOL, P_BAD_ARGS, P_BAD_ANSWER]).encode()).hexdigest()[:12]
+        demos = [TOOLS, NAMES, DESCRIPTIONS, KINDS, CATEGORIES, EASY_BANK, HARD_BANK,
+                 P_MALFORMED, P_NO_CALL, P_WRONG_TOOL, P_BAD_ARGS, P_GUESS]
+        src = hashlib.sha1(json.dumps(demos).encode()).hexdigest()[:12]
         return {"version": WARM_VERSION, "demos": src, "drills": 3, **self.__dict__}
 
 
@@ -299,7 +320,7 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
     from datasets import Dataset
     from filelock import FileLock
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     from smith.models.tiny import train_tokenizer
 
@@ -343,9 +364,10 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
                 output_dir=str(tmp / "sft"), num_train_epochs=s.epochs if i else 1.0, per_device_train_batch_size=batch,
                 learning_rate=lr, lr_scheduler_type=schedule, warmup_steps=20, weight_decay=0.0, max_length=None,
                 logging_steps=50, save_strategy="no", report_to=[], use_cpu=True, seed=s.seed, data_seed=s.seed,
-                disable_tqdm=not progress, dataloader_num_workers=0,
+                disable_tqdm=not progress, dataloader_num_workers=0, gradient_checkpointing=False,
             )
-            trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+            trainer = PlainLossSFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                                          processing_class=tok)
             losses.append(trainer.train().training_loss)
         model.generation_config = GenerationConfig(eos_token_id=[eos, tok.pad_token_id], pad_token_id=tok.pad_token_id,
                                                    do_sample=True, temperature=0.7, top_p=0.95)
