@@ -4,7 +4,6 @@ parses arguments and dispatches (imports are lazy so `smith --help` is instant).
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def _tiny_model(a: argparse.Namespace) -> None:
@@ -87,12 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse and dispatch behind the error boundary (smith.errors: bad input is one line and exit 2, Ctrl-C
+    exit 130)."""
+    from smith.errors import ConfigError, guarded
+
     args = build_parser().parse_args(argv)
-    try:
-        args.func(args)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+
+    def body() -> None:
+        try:
+            args.func(args)
+        except (FileNotFoundError, ValueError) as e:
+            # a subcommand reports a bad argument (a missing file, a malformed pool or tool) this way
+            raise ConfigError(str(e)) from e
+
+    guarded(body)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from smith.errors import ConfigError, guarded
+
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
-
-
-class ConfigError(ValueError):
-    """A bad recipe name or override; the message is the whole story."""
 
 
 def options(group: str) -> list[str]:
@@ -73,14 +71,15 @@ def _quote_hash(override: str) -> str:
 
 
 def main_entry(config_name: str, groups: tuple[str, ...], run) -> None:  # noqa: ANN001
-    """Shared body of train.py and eval.py: compose, optionally print, run; errors as one line."""
-    try:
+    """Shared body of train.py and eval.py: compose, optionally print, run, all behind the error boundary
+    (smith.errors: bad input is one line and exit 2, Ctrl-C exit 130)."""
+
+    def body() -> None:
         show, overrides = parse_argv(sys.argv[1:])
         cfg = compose(config_name, overrides, groups)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
-    if show:
-        print(OmegaConf.to_yaml(cfg, resolve=True))
-        return
-    run(cfg)
+        if show:
+            print(OmegaConf.to_yaml(cfg, resolve=True))
+            return
+        run(cfg)
+
+    guarded(body)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import compose
+from smith.config import ConfigError, compose
 from smith.evals import lomekwi
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +65,7 @@ def test_resume_plays_only_missing_episodes_and_survives_a_torn_line(tmp_path):
 
 
 def test_unknown_scripted_agent_is_one_clear_error(tmp_path):
-    with pytest.raises(SystemExit, match="scripted agent 'smart' not found"):
+    with pytest.raises(ConfigError, match="scripted agent 'smart' not found"):
         lomekwi.run(cfg_for(tmp_path, "model=scripted:smart", "limit=1", "suite.n_values=[9]", "suite.t_values=[2]"))
 
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from smith.config import compose
+from smith.config import ConfigError, compose
 from smith.train import resolve_run_dir
 from smith.train.run import train
 
@@ -192,11 +192,11 @@ def test_task_stream_is_stratified_and_split_one_to_one():
                                       "sandbox.isolation=none"])
 def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path):
     cfg = compose("config", ["recipe=tiny", override])
-    with pytest.raises(SystemExit, match=rf"^error: {re.escape(override)} is not one of "):
+    with pytest.raises(ConfigError, match=rf"^{re.escape(override)} is not one of "):
         train(cfg, tmp_path / "run")
     out = subprocess.run([sys.executable, "train.py", "recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"],
                          cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith(f"error: {override} is not one of")
+    assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(f"error: {override} is not one of")
     assert not (tmp_path / "cli").exists()  # no empty run directory left behind
 
 
@@ -204,11 +204,11 @@ def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path):
                                       "sandbox.timeout_s=0", "dapo.num_generations=1", "build.k_heldout=2.5"])
 def test_a_bad_number_fails_in_one_line_before_loading(override, tmp_path):
     key = override.split("=")[0]
-    with pytest.raises(SystemExit, match=rf"^error: {re.escape(override)} must be (an integer|a number) >= "):
+    with pytest.raises(ConfigError, match=rf"^{re.escape(override)} must be (an integer|a number) >= "):
         train(compose("config", ["recipe=tiny", override]), tmp_path / "run")
     out = subprocess.run([sys.executable, "train.py", "recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"],
                          cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith(f"error: {key}=")
+    assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(f"error: {key}=")
     assert not (tmp_path / "cli").exists()
 
 
@@ -232,19 +232,19 @@ def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_p
     up = f"http://127.0.0.1:{server.server_port}/v1"
     try:
         for base, model, message in [
-            ("http://127.0.0.1:9/v1", "m", r"^error: judge endpoint http://127.0.0.1:9/v1/models is not answering"),
-            (up, "Qwen/Qwen3-30B-A3B-Instruct-2507", r"^error: judge endpoint .* serves \['Qwen/Qwen3-8B'\], not "
+            ("http://127.0.0.1:9/v1", "m", r"^judge endpoint http://127.0.0.1:9/v1/models is not answering"),
+            (up, "Qwen/Qwen3-30B-A3B-Instruct-2507", r"^judge endpoint .* serves \['Qwen/Qwen3-8B'\], not "
                                                      r"judge.model_name=Qwen/Qwen3-30B-A3B-Instruct-2507$"),
         ]:
             cfg = compose("config", ["recipe=tiny", "judge.kind=external", f"judge.base_url={base}",
                                      f"judge.model_name={model}"])
-            with pytest.raises(SystemExit, match=message):
+            with pytest.raises(ConfigError, match=message):
                 train(cfg, tmp_path / "run")
     finally:
         server.shutdown()
     out = subprocess.run([sys.executable, "train.py", "recipe=qwen3-8b", "judge.base_url=http://127.0.0.1:9/v1",
                           f"output_dir={tmp_path / 'cli'}"], cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith("error: judge endpoint")
+    assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith("error: judge endpoint")
     assert not (tmp_path / "cli").exists()
 
 

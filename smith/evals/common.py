@@ -1,4 +1,5 @@
-"""Shared plumbing for every suite: output directory, resumable JSONL logs, summaries, intervals."""
+"""Shared plumbing for every suite: the checks of eval.py's arguments, output directory, resumable JSONL
+logs, summaries, intervals."""
 
 from __future__ import annotations
 
@@ -10,15 +11,74 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
+
+from smith.errors import ConfigError, writable_dir
+
+SUITE_MARK = ".smith-suite"  # names the suite whose results a directory holds
+
+
+def check_inputs(cfg: DictConfig, specs: Sequence[tuple[str, str]]) -> Path:
+    """The checks every suite shares, before any model loads: `limit`, the model SPECs the suite will load
+    (`(setting, spec)` pairs, from its `check`), and the output directory (created). Returns that directory."""
+    from smith.models import check_spec
+
+    limit = cfg.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"limit={limit} must be a positive integer (or null for no limit)")
+    for what, spec in specs:
+        check_spec(spec, cfg, what)
+    return output_dir(cfg)
 
 
 def output_dir(cfg: DictConfig) -> Path:
-    """`output_dir=PATH` or checkpoints/eval/<suite>-<timestamp>; created, and recorded in cfg."""
-    path = cfg.get("output_dir") or f"checkpoints/eval/{cfg.suite.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    out = Path(path)
-    out.mkdir(parents=True, exist_ok=True)
+    """`output_dir=PATH` or checkpoints/eval/<suite>-<timestamp>: created, checked to be writable and not to
+    hold another suite's results (mixed logs break resuming), and recorded in cfg so later calls agree."""
+    suite = str(cfg.suite.name)
+    path = cfg.get("output_dir") or f"checkpoints/eval/{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = writable_dir(path, "output_dir")
+    owner = suite_of(out)
+    if owner not in (None, suite):
+        raise ConfigError(f"output_dir={out} holds results of suite {owner}; pick another output_dir for suite "
+                          f"{suite}")
+    (out / SUITE_MARK).write_text(suite + "\n")
+    with open_dict(cfg):
+        cfg.output_dir = str(out)
     return out
+
+
+def suite_of(out: Path) -> str | None:
+    """The suite whose results `out` holds: its mark, else (a directory written before marks) the `suite` of
+    its summary.json; None for a fresh directory."""
+    if (out / SUITE_MARK).is_file():
+        return (out / SUITE_MARK).read_text().strip() or None
+    try:
+        summary = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return str(summary["suite"]) if isinstance(summary, dict) and summary.get("suite") else None
+
+
+def check_pool(path: str, what: str) -> None:
+    """A tool pool setting that names no pool, or a pool that does not load, fails here in one line."""
+    from smith.pool import ToolPool
+
+    try:
+        ToolPool.load(path)
+    except FileNotFoundError as e:
+        raise ConfigError(f"{what}={path}: {e}") from None
+
+
+def check_categories(names: Iterable[str], what: str) -> None:
+    """Catalog category names given by the user; unknown ones fail here, naming them and the known ones."""
+    from smith.tasks import load_catalog
+
+    if isinstance(names, str):
+        raise ConfigError(f"{what}={names} must be a list, e.g. {what}=[{names}]")
+    catalog = load_catalog()
+    unknown = sorted(set(names) - set(catalog.names))
+    if unknown:
+        raise ConfigError(f"{what} has unknown categories {unknown}; known: {', '.join(catalog.names)}")
 
 
 class EpisodeLog:
@@ -38,6 +98,9 @@ class EpisodeLog:
                     row = json.loads(line)
                 except json.JSONDecodeError:
                     continue
+                if not isinstance(row, dict) or key not in row:
+                    raise ConfigError(f"{self.path} holds rows without '{key}' (another suite's log?); pick "
+                                      "another output_dir")
                 self.rows[str(row[key])] = row
             # rewrite without any torn line so appends stay valid JSONL
             self._rewrite()

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from smith.errors import ConfigError
 from smith.models.base import (
     ChatBackend,
     Generation,
@@ -40,6 +41,7 @@ __all__ = [
     "SamplingParams",
     "Tool",
     "ToolCall",
+    "check_spec",
     "load_backend",
     "parse_tool_calls",
     "resolve_model",
@@ -103,15 +105,16 @@ def resolve_model(spec: str, cfg: Any = None) -> tuple[str, str | None]:
             base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
             where = str(path / "adapter_config.json")
         if not base:
-            raise ValueError(f"LoRA checkpoint {spec} names no base model in {where}; write {BASE_HINT} "
-                             '{"base_model": "<dir or tiny>"} next to it')
+            raise ConfigError(f"LoRA checkpoint {spec} names no base model in {where}; write {BASE_HINT} "
+                              '{"base_model": "<dir or tiny>"} next to it')
         try:
             base_dir, nested = resolve_model(str(base), cfg)
         except ValueError:
-            raise ValueError(f"LoRA checkpoint {spec}: its base model {base!r} (from {where}) is not available "
-                             f"here; write {BASE_HINT} {{\"base_model\": \"<dir or tiny>\"}} next to it") from None
+            raise ConfigError(f"LoRA checkpoint {spec}: its base model {base!r} (from {where}) is not available "
+                              f"here; write {BASE_HINT} {{\"base_model\": \"<dir or tiny>\"}} next to it") from None
         if nested is not None:
-            raise ValueError(f"LoRA checkpoint {spec} has another LoRA checkpoint ({base}) as its base; merge it first")
+            raise ConfigError(f"LoRA checkpoint {spec} has another LoRA checkpoint ({base}) as its base; "
+                              "merge it first")
         return base_dir, str(path)
     if (path / "config.json").is_file():
         return str(path), None
@@ -119,22 +122,48 @@ def resolve_model(spec: str, cfg: Any = None) -> tuple[str, str | None]:
     if cached is not None:
         return cached, None
     if path.is_dir():
-        raise ValueError(f"{spec} is a directory without config.json or adapter_config.json; point at a model "
-                         "or LoRA checkpoint dir")
-    raise ValueError(f"model spec {spec!r} is not a directory, a cached hub id, or a known form; use {SPEC_FORMS}")
+        raise ConfigError(f"{spec} is a directory without config.json or adapter_config.json; point at a model "
+                          "or LoRA checkpoint dir")
+    raise ConfigError(f"model spec {spec!r} is not a directory, a cached hub id, or a known form; use {SPEC_FORMS}")
+
+
+def openai_target(spec: str) -> tuple[str, str]:
+    """`openai:<base_url>#<model>` -> (base_url, model)."""
+    base_url, sep, model = spec[len("openai:"):].rpartition("#")
+    if not sep or not base_url.startswith(("http://", "https://")) or not model:
+        raise ConfigError(f"bad openai spec {spec!r}; use openai:<http(s)://host:port/v1>#<model>")
+    return base_url, model
+
+
+def check_spec(spec: str, cfg: Any = None, what: str = "model") -> None:
+    """Refuse a SPEC that cannot load before anything loads (the setting `what` names it in the message): a
+    malformed form, a missing directory, an endpoint that refuses or does not serve the model. Cheap: it reads
+    small JSON files and asks an endpoint for its model list; `tiny` is built later, by the run."""
+    spec = spec.strip()
+    if spec.startswith("openai:"):
+        from smith.models.openai import check_endpoint
+
+        base_url, model = openai_target(spec)
+        check_endpoint(base_url, model, what, model_label=f"{what}={spec}", api_key=_cfg(cfg, "openai.api_key"))
+        return
+    target = spec[len("vllm:"):] if spec.startswith("vllm:") else spec
+    if spec.startswith("scripted:"):
+        raise ConfigError(f"{what}={spec} is a scripted agent, which this suite does not have; use {SPEC_FORMS}")
+    if not target or (":" in target.split("/", 1)[0] and not Path(target).exists()):
+        raise ConfigError(f"unknown model spec {what}={spec!r}; use {SPEC_FORMS}")
+    if target != "tiny":
+        resolve_model(target, cfg)
 
 
 def load_backend(spec: str, cfg: Any = None) -> ChatBackend:
     """Build the ChatBackend a SPEC names (see the module docstring for the forms and config keys)."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"model spec must be a non-empty string; use {SPEC_FORMS}")
+        raise ConfigError(f"model spec must be a non-empty string; use {SPEC_FORMS}")
     spec = spec.strip()
     if spec.startswith("openai:"):
         from smith.models.openai import OpenAIBackend
 
-        base_url, sep, model = spec[len("openai:"):].rpartition("#")
-        if not sep or not base_url.startswith(("http://", "https://")) or not model:
-            raise ValueError(f"bad openai spec {spec!r}; use openai:<http(s)://host:port/v1>#<model>")
+        base_url, model = openai_target(spec)
         return OpenAIBackend(
             base_url,
             model,
@@ -148,15 +177,15 @@ def load_backend(spec: str, cfg: Any = None) -> ChatBackend:
 
         target = spec[len("vllm:"):]
         if not target:
-            raise ValueError("bad vllm spec 'vllm:'; use vllm:<model dir | LoRA checkpoint dir | tiny>")
+            raise ConfigError("bad vllm spec 'vllm:'; use vllm:<model dir | LoRA checkpoint dir | tiny>")
         base, adapter = resolve_model(target, cfg)
         engine = dict(_cfg(cfg, "vllm", {}) or {})
         return VLLMBackend(base, adapters={"checkpoint": adapter} if adapter else None,
                            default_adapter="checkpoint" if adapter else None, name=spec, **engine)
     if spec.startswith("scripted:"):
-        raise ValueError(f"{spec} is a suite's scripted agent; the suite resolves it, load_backend does not")
+        raise ConfigError(f"{spec} is a suite's scripted agent; the suite resolves it, load_backend does not")
     if ":" in spec.split("/", 1)[0] and not Path(spec).exists():
-        raise ValueError(f"unknown model spec prefix in {spec!r}; use {SPEC_FORMS}")
+        raise ConfigError(f"unknown model spec prefix in {spec!r}; use {SPEC_FORMS}")
     base, adapter = resolve_model(spec, cfg)
     device = _device(cfg)
     dtype = str(_cfg(cfg, "model.dtype", "bfloat16")) if device.startswith("cuda") else "float32"

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from smith.errors import ConfigError
 from smith.models.base import Generation, Message, SamplingParams, Tool, parse_tool_calls, tool_lists
 
 _TOOL_BLOCK = re.compile(r"\s*<tool_call>.*?(?:</tool_call>|$)", re.S)
@@ -104,6 +105,22 @@ def _structured(tc: dict[str, Any], index: int) -> dict[str, Any]:
     args = fn.get("arguments", {})
     return {"id": tc.get("id") or f"call_{index}", "type": "function",
             "function": {"name": fn["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
+
+
+def check_endpoint(base_url: str, model: str, what: str, model_label: str | None = None,
+                   api_key: str | None = None, hint: str = "start it first") -> None:
+    """Refuse, in one line, an endpoint that does not answer `GET <base_url>/models` or does not serve `model`,
+    so a run stops at start-up instead of after its retries, minutes in. `what` names the setting in the
+    message, `model_label` how the model was given (default: the id itself)."""
+    url = f"{base_url.rstrip('/')}/models"
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    try:
+        reply = httpx.get(url, timeout=10, headers={"Authorization": f"Bearer {key}"} if key else {})
+        served = [m["id"] for m in reply.raise_for_status().json()["data"]]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{what} endpoint {url} is not answering ({type(e).__name__}: {e}); {hint}") from None
+    if model not in served:
+        raise ConfigError(f"{what} endpoint {base_url} serves {served}, not {model_label or model}")
 
 
 class OpenAIBackend:

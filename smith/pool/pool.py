@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smith.errors import ConfigError
+
 POOL_FILE = "tool_pool.json"
 FORMAT_VERSION = 1
 
@@ -84,8 +86,9 @@ class PoolEntry:
         return " ".join(p for p in parts if p)
 
 
-class PoolFileError(ValueError):
-    """A pool file that cannot be read; never silently treated as an empty pool."""
+class PoolFileError(ConfigError):
+    """A pool file that cannot be read; never silently treated as an empty pool (a ConfigError: the user named
+    the file, so train.py, eval.py and smith report it in one line)."""
 
 
 def _number(x: Any) -> bool:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from smith.errors import ConfigError
+
 
 def resolve_run_dir(cfg: DictConfig) -> Path:
     """The run directory, computed once on rank 0 and broadcast, so ranks never race on timestamps (`train`
@@ -32,7 +34,7 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
         path = box[0]
     run_dir = Path(path)
     if cfg.resume and not run_dir.is_dir():
-        raise SystemExit(f"error: resume={run_dir} is not a run directory")
+        raise ConfigError(f"resume={run_dir} is not a run directory")
     return run_dir
 
 

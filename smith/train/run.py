@@ -12,10 +12,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import httpx
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from smith.errors import ConfigError, writable_dir
+from smith.models.openai import check_endpoint
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
 from smith.train.progress import ConsoleCallback
@@ -50,7 +51,7 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
             try:
                 path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
             except ValueError as e:
-                raise SystemExit(f"error: model.warm_dir: {e}") from None
+                raise ConfigError(f"model.warm_dir: {e}") from None
     dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
@@ -78,19 +79,27 @@ def make_sandbox(cfg: DictConfig) -> tuple[Any, Any]:
     return Sandbox(isolation=str(cfg.sandbox.isolation), workers=int(cfg.sandbox.workers)), limits
 
 
-def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> Any:
-    from trl import GRPOConfig
-
+def per_device_batch(cfg: DictConfig, num_processes: int) -> int:
+    """Completions per device and micro-step; a batch that does not split is refused (train() asks before the
+    model loads, so the refusal is immediate)."""
     d = cfg.dapo
     completions = int(d.prompts_per_step) * int(d.num_generations)
     per_device, rem = divmod(completions, num_processes * int(d.gradient_accumulation_steps))
     if rem or per_device == 0:
-        raise SystemExit(
-            f"error: prompts_per_step x num_generations = {completions} must split evenly over "
+        raise ConfigError(
+            f"prompts_per_step x num_generations = {completions} must split evenly over "
             f"{num_processes} processes x {d.gradient_accumulation_steps} accumulation steps"
         )
     if int(d.prompts_per_step) % 2 and cfg.build.fraction == 0.5:
-        raise SystemExit(f"error: dapo.prompts_per_step={d.prompts_per_step} must be even for a 1:1 build/use batch")
+        raise ConfigError(f"dapo.prompts_per_step={d.prompts_per_step} must be even for a 1:1 build/use batch")
+    return per_device
+
+
+def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> Any:
+    from trl import GRPOConfig
+
+    d = cfg.dapo
+    per_device = per_device_batch(cfg, num_processes)
     report = [] if cfg.logging.wandb == "disabled" else ["wandb"]
     if report:
         os.environ.setdefault("WANDB_MODE", str(cfg.logging.wandb))
@@ -135,19 +144,17 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
     )
 
 
-def scripted_policy(spec: str, tok: Any) -> Any:
+def script_function(spec: str) -> Any:
     """`generation.backend=scripted generation.script=module:function`: scripted text, real everything else
-    (dry runs of the whole pipeline, and tests that need a non-empty pool in a subprocess)."""
+    (dry runs of the whole pipeline, and tests that need a non-empty pool in a subprocess). Imported before the
+    model loads, so a misspelt script fails at once."""
     import importlib
-
-    from smith.models.scripted import ScriptedBackend
 
     module, _, func = spec.partition(":")
     try:
-        script = getattr(importlib.import_module(module), func)
+        return getattr(importlib.import_module(module), func)
     except (ImportError, AttributeError, ValueError) as e:
-        raise SystemExit(f"error: generation.script '{spec}' is not an importable module:function ({e})") from None
-    return ScriptedBackend(tok, script)
+        raise ConfigError(f"generation.script '{spec}' is not an importable module:function ({e})") from None
 
 
 def make_retriever(cfg: DictConfig) -> Any:
@@ -200,26 +207,20 @@ def check_config(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         number = isinstance(value, int) if kind is int else isinstance(value, int | float) and math.isfinite(value)
         if isinstance(value, bool) or not number or value < low:
-            raise SystemExit(f"error: {key}={value} must be {'an integer' if kind is int else 'a number'} >= {low}")
+            raise ConfigError(f"{key}={value} must be {'an integer' if kind is int else 'a number'} >= {low}")
     for key, valid in CHOICES.items():
         value = OmegaConf.select(cfg, key)
         if str(value) not in valid:
-            raise SystemExit(f"error: {key}={value} is not one of {', '.join(valid)}")
+            raise ConfigError(f"{key}={value} is not one of {', '.join(valid)}")
     for part in ("evaluator", "judge"):
         section = cfg[part]
         if section.kind != "external":
             continue
         if not section.base_url or not section.model_name:
-            raise SystemExit(f"error: {part}.kind=external needs {part}.base_url and {part}.model_name")
-        url = f"{str(section.base_url).rstrip('/')}/models"
-        try:
-            served = [m["id"] for m in httpx.get(url, timeout=10).raise_for_status().json()["data"]]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
-            raise SystemExit(f"error: {part} endpoint {url} is not answering ({type(e).__name__}: {e}); start "
-                             "it first (docs/training.md, 'Recipes')") from None
-        if str(section.model_name) not in served:
-            raise SystemExit(f"error: {part} endpoint {section.base_url} serves {served}, not "
-                             f"{part}.model_name={section.model_name}")
+            raise ConfigError(f"{part}.kind=external needs {part}.base_url and {part}.model_name")
+        check_endpoint(str(section.base_url), str(section.model_name), part,
+                       model_label=f"{part}.model_name={section.model_name}",
+                       hint="start it first (docs/training.md, 'Recipes')")
 
 
 def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
@@ -231,17 +232,20 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from smith.tasks import load_catalog
     from smith.train.data import TaskSource, prompt_rows
 
-    check_config(cfg)  # before the run directory exists
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # the user's input is checked first: a bad value fails in one line, with no run directory made, no model loaded
+    check_config(cfg)
     state = PartialState()
-    on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
-    torch.manual_seed(int(cfg.seed))
-    model, tok, model_path = load_policy(cfg, on_gpu)
+    per_device_batch(cfg, state.num_processes)
     catalog = load_catalog(cfg.tasks.catalog)
     seen = list(cfg.tasks.categories) if cfg.tasks.categories else [c.name for c in catalog.seen]
     unknown = sorted(set(seen) - {c.name for c in catalog.categories})
     if unknown:
-        raise SystemExit(f"error: tasks.categories has unknown categories {unknown}; known: {catalog.names}")
+        raise ConfigError(f"tasks.categories has unknown categories {unknown}; known: {catalog.names}")
+    script = script_function(str(cfg.generation.script)) if cfg.generation.backend == "scripted" else None
+    writable_dir(run_dir, "resume" if cfg.resume else "output_dir")
+    on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
+    torch.manual_seed(int(cfg.seed))
+    model, tok, model_path = load_policy(cfg, on_gpu)
     source = TaskSource(seen, int(cfg.build.n_examples), int(cfg.build.k_heldout), int(cfg.tasks.seed),
                         str(cfg.tasks.cache_dir), bank_size=int(cfg.tasks.bank_size),
                         band_examples=str(cfg.build.band_examples), band_heldout=str(cfg.build.band_heldout),
@@ -281,7 +285,9 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
 
             rollout.policy = TRLVLLMPolicy(trainer, tok)
         elif cfg.generation.backend == "scripted":
-            rollout.policy = scripted_policy(str(cfg.generation.script), tok)
+            from smith.models.scripted import ScriptedBackend
+
+            rollout.policy = ScriptedBackend(tok, script)
         if ckpt is not None:
             restore(session, model, ckpt, state.process_index)
             print(f"resuming {run_dir} from {ckpt.name} (pool of {len(pool)} tools)")

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from smith.errors import ConfigError
 from smith.models.base import Generation, SamplingParams, TokenBackend
 
 
@@ -41,9 +42,9 @@ class TRLVLLMPolicy(TokenBackend):
                 url = self.vllm.server_base_url or f"http://{self.vllm.server_host}:{self.vllm.server_port}"
                 self.client = VLLMClient(base_url=url, connection_timeout=self.vllm.server_timeout)
         elif getattr(self.vllm, "tensor_parallel_size", 1) > 1:
-            raise SystemExit("error: generation.vllm_mode=colocate with tensor parallelism gathers prompts across "
-                             "ranks on every call, and smith's episodes make per-rank numbers of calls; use "
-                             "vllm_mode=server or tensor parallel size 1")
+            raise ConfigError("generation.vllm_mode=colocate with tensor parallelism gathers prompts across "
+                              "ranks on every call, and smith's episodes make per-rank numbers of calls; use "
+                              "vllm_mode=server or tensor parallel size 1")
 
     def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None) -> list[Generation]:
         params = params or SamplingParams()

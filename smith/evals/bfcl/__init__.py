@@ -25,6 +25,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from smith.errors import ConfigError
+
 OFFLINE = (
     "simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple", "irrelevance",
     "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance", "live_relevance",
@@ -52,12 +54,22 @@ def categories(requested: list[str]) -> list[str]:
         return list(OFFLINE)
     bad = {c: ONLINE[c] for c in requested if c in ONLINE}
     if bad:
-        raise ValueError(f"BFCL categories {sorted(bad)} are not offline ({'; '.join(bad.values())}); "
-                         f"choose from {', '.join(OFFLINE)}")
+        raise ConfigError(f"BFCL categories {sorted(bad)} are not offline ({'; '.join(bad.values())}); "
+                          f"choose from {', '.join(OFFLINE)}")
     unknown = sorted(set(requested) - set(OFFLINE))
     if unknown:
-        raise ValueError(f"unknown BFCL categories {unknown}; choose from {', '.join(OFFLINE)}")
+        raise ConfigError(f"unknown BFCL categories {unknown}; choose from {', '.join(OFFLINE)}")
     return list(dict.fromkeys(requested))
+
+
+def check(cfg: DictConfig) -> list[tuple[str, str]]:
+    """bfcl's own settings and its venv, before anything loads; returns the model SPECs the run loads."""
+    categories(list(cfg.suite.categories or []))
+    bfcl_python(cfg)
+    spec = str(cfg.model)
+    if spec.startswith("scripted:"):
+        raise ConfigError(f"suite bfcl has no scripted agents ({spec}); serve one and pass openai:<url>#<name>")
+    return [("model", spec)]
 
 
 def bfcl_python(cfg: DictConfig) -> Path:
@@ -66,8 +78,8 @@ def bfcl_python(cfg: DictConfig) -> Path:
 
     python = Path(str(cfg.suite.python)) if cfg.suite.get("python") else python_of(DEFAULT_DIR)
     if not has_bfcl(python):
-        raise FileNotFoundError(f"no bfcl-eval at {python}; create its venv with `.venv/bin/python -m "
-                                "smith.evals.bfcl.venv` (or set suite.python to a python with bfcl-eval==2026.3.23)")
+        raise ConfigError(f"no bfcl-eval at {python}; create its venv with `.venv/bin/python -m "
+                          "smith.evals.bfcl.venv` (or set suite.python to a python with bfcl-eval==2026.3.23)")
     return python
 
 
@@ -110,6 +122,7 @@ def summarize(scores: dict[str, Any]) -> dict[str, Any]:
 def run(cfg: DictConfig) -> dict:
     """Serve or reach the model, run bfcl-eval in its venv, write summary.json and results.md."""
     from smith.evals.common import markdown_table, output_dir, write_json
+    from smith.models import openai_target
 
     s = cfg.suite
     cats = categories(list(s.categories or []))
@@ -120,11 +133,7 @@ def run(cfg: DictConfig) -> dict:
     spec = str(cfg.model)
     with ExitStack() as stack:
         if spec.startswith("openai:"):
-            base_url, _, served = spec[len("openai:"):].rpartition("#")
-            if not base_url or not served:
-                raise ValueError(f"bad openai spec {spec!r}; use openai:<http(s)://host:port/v1>#<model>")
-        elif spec.startswith("scripted:"):
-            raise ValueError(f"suite bfcl has no scripted agents ({spec}); serve one and pass openai:<url>#<name>")
+            base_url, served = openai_target(spec)
         else:
             from smith.models import load_backend
             from smith.models.serve import build_app, running_app

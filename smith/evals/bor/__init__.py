@@ -19,9 +19,10 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from smith.errors import ConfigError
 from smith.evals.bor.benchmarks import Benchmark, bfcl_benchmark, smith_benchmark, split_of
 from smith.evals.bor.metric import bits_over_random, bor_ceiling, bor_interval, p_rand, per_query_bits
-from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
+from smith.evals.common import EpisodeLog, check_categories, check_pool, markdown_table, output_dir, write_json
 from smith.pool.retrieval import (
     AdaptiveRetriever,
     DepthPolicy,
@@ -37,8 +38,26 @@ from smith.pool.retrieval import (
 __all__ = ["bits_over_random", "bor_ceiling", "bor_interval", "p_rand", "per_query_bits", "run"]
 
 AGENTS = ("q-bor", "q-f1", "dqn-bor", "dqn-f1")
+BENCHMARKS = ("smith", "bfcl")
 COLUMNS = ["benchmark", "N", "scorer", "policy", "n", "coverage", "mean_depth", "mean_p_rand", "bor", "bor_lo",
            "bor_hi", "cov_medium", "cov_hard"]  # fmt: skip
+
+
+def check(cfg: DictConfig) -> list[tuple[str, str]]:
+    """bor's own settings, before anything runs; `model` is not used, so no SPECs."""
+    from smith.pool.retrieval.scorers import SCORERS
+
+    s = cfg.suite
+    for what, given, known in (("suite.benchmarks", s.benchmarks, BENCHMARKS), ("suite.scorers", s.scorers, SCORERS),
+                               ("suite.agents", s.agents, AGENTS)):
+        unknown = [x for x in given if x not in known]
+        if unknown:
+            raise ConfigError(f"{what} has unknown entries {unknown}; known: {', '.join(known)}")
+    if s.categories:
+        check_categories(s.categories, "suite.categories")
+    if s.pool:
+        check_pool(str(s.pool), "suite.pool")
+    return []
 
 
 def _agent(name: str, s: DictConfig, seed: int) -> QLearningAgent | DQNAgent:
@@ -69,7 +88,7 @@ def _benchmarks(s: DictConfig, seed: int) -> tuple[list[Benchmark], dict[str, st
                 skipped["bfcl"] = str(e)
                 print(f"bor: skipping benchmark bfcl: {e}")
         else:
-            raise ValueError(f"benchmark '{name}' not found; known: smith, bfcl")
+            raise ValueError(f"benchmark '{name}' not found; known: {', '.join(BENCHMARKS)}")
     return built, skipped
 
 

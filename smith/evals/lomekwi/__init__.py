@@ -21,6 +21,7 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
 from smith.evals.lomekwi import costs, importer, metrics, plots, published
 from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
@@ -29,6 +30,30 @@ from smith.models.base import ChatBackend, SamplingParams
 
 FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_turn", "built", "build_turn",
                "dropped_both", "won", "opened", "total_actions", "pickups", "stop_reason", "usage", "source")
+
+
+def check(cfg: DictConfig) -> list[tuple[str, str]]:
+    """lomekwi's own settings, before anything loads; returns the model SPECs the run loads."""
+    if cfg.get("import_logs"):
+        try:
+            importer.find_logs(str(cfg.import_logs))
+        except FileNotFoundError as e:
+            raise ConfigError(str(e)) from None
+        return []
+    spec = str(cfg.model)
+    if spec.startswith("scripted:"):
+        _scripted(spec)
+        return []
+    return [("model", spec)]
+
+
+def _scripted(spec: str) -> str:
+    """The policy of a `scripted:<policy>` SPEC, refused when unknown."""
+    policy = spec.split(":", 1)[1]
+    if policy not in SCRIPTED:
+        raise ConfigError(f"scripted agent '{policy}' not found for suite=lomekwi; known: "
+                          f"{', '.join('scripted:' + p for p in SCRIPTED)}")
+    return policy
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -46,11 +71,7 @@ def cell_seeds(cell_index: int, reps: int, limit: int | None) -> list[int]:
 
 def _backend(spec: str, n_types: int, cfg: DictConfig, cache: dict[str, ChatBackend]) -> ChatBackend:
     if spec.startswith("scripted:"):
-        policy = spec.split(":", 1)[1]
-        if policy not in SCRIPTED:
-            raise SystemExit(f"error: scripted agent '{policy}' not found for suite=lomekwi; known: "
-                             f"{', '.join('scripted:' + p for p in SCRIPTED)}")
-        return ScriptedAgent(policy, n_types, seed=int(cfg.get("seed") or 0))
+        return ScriptedAgent(_scripted(spec), n_types, seed=int(cfg.get("seed") or 0))
     if spec not in cache:
         from smith.models import load_backend
 

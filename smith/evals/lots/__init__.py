@@ -23,7 +23,8 @@ from typing import Any
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
+from smith.errors import ConfigError
+from smith.evals.common import EpisodeLog, check_pool, markdown_table, output_dir, write_json
 from smith.evals.lots import baselines, spaces, tgb
 from smith.evals.lots.scoring import LikelihoodScorer, loo_scores
 from smith.evals.lots.serving import Agent, ChatAgent, GoldAgent, Server, build_messages, menu_key
@@ -32,12 +33,38 @@ SCRIPTED = {"gold": GoldAgent}
 METHODS = ("no_tools", "keep_all", "random", "bm25", "dense", "llm_router", "beam_search", "tto", "lots")
 
 
+def check(cfg: DictConfig) -> list[tuple[str, str]]:
+    """lots' own settings, before anything loads; returns the model SPECs the run loads."""
+    s = cfg.suite
+    unknown = [f for f in s.families if f not in tgb.FAMILIES]
+    if unknown:
+        raise ConfigError(f"suite.families has unknown TGB families {unknown}; known: {', '.join(tgb.FAMILIES)}")
+    bad = [m for m in s.methods if m not in METHODS]
+    if bad:
+        raise ConfigError(f"suite.methods has unknown methods {bad}; known: {', '.join(METHODS)}")
+    spec = str(cfg.model)
+    scripted = spec.startswith("scripted:")
+    if scripted:
+        _scripted(spec)
+    if s.pool.path:
+        if scripted:
+            raise ConfigError("suite.pool needs a model that reads tool outputs; scripted agents only know TGB")
+        check_pool(str(s.pool.path), "suite.pool.path")
+    specs = [] if scripted else [("model", spec)]
+    return specs + ([("suite.scorer", str(s.scorer))] if s.get("scorer") else [])
+
+
+def _scripted(spec: str) -> str:
+    """The name of a `scripted:<name>` SPEC, refused when unknown."""
+    name = spec.split(":", 1)[1]
+    if name not in SCRIPTED:
+        raise ConfigError(f"scripted agent {name!r} unknown for suite lots; known: {', '.join(SCRIPTED)}")
+    return name
+
+
 def make_agent(spec: str, cfg: DictConfig) -> Agent:
     if spec.startswith("scripted:"):
-        name = spec.split(":", 1)[1]
-        if name not in SCRIPTED:
-            raise SystemExit(f"error: scripted agent {name!r} unknown for suite lots; known: {', '.join(SCRIPTED)}")
-        return SCRIPTED[name]()
+        return SCRIPTED[_scripted(spec)]()
     from smith.models import load_backend
 
     return ChatAgent(load_backend(spec, cfg), max_new_tokens=int(cfg.suite.max_new_tokens))
@@ -136,13 +163,7 @@ def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
     s = cfg.suite
     out = output_dir(cfg)
     families = list(s.families)
-    unknown = [f for f in families if f not in tgb.FAMILIES]
-    if unknown:
-        raise SystemExit(f"error: unknown TGB families {unknown}; known: {', '.join(tgb.FAMILIES)}")
     methods = list(s.methods)
-    bad = [m for m in methods if m not in METHODS]
-    if bad:
-        raise SystemExit(f"error: unknown methods {bad}; known: {', '.join(METHODS)}")
     lots = Lots(cfg, out, agent or make_agent(str(cfg.model), cfg), make_scorer(cfg))
     seed = lots.seed
     data = _split(cfg, families, int(s.n_fit), int(s.n_eval), seed)
@@ -306,7 +327,7 @@ def _pool(lots: Lots) -> dict[str, Any]:
 
     p = lots.s.pool
     if not isinstance(lots.agent, ChatAgent):
-        raise SystemExit("error: suite.pool needs a model that reads tool outputs; scripted agents only know TGB")
+        raise ConfigError("suite.pool needs a model that reads tool outputs; scripted agents only know TGB")
     tool_pool = ToolPool.load(str(p.path))
     categories = list(p.categories or tool_pool.categories())
     limit = lots.cfg.get("limit")

@@ -13,6 +13,26 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 
+def check(cfg: DictConfig) -> list[tuple[str, str]]:
+    """recognition_mcp's own settings, before anything loads; returns the model SPECs the run loads."""
+    from smith.errors import ConfigError
+
+    from .agents import scripted_kind
+    from .importer import find_logs
+
+    if cfg.get("import_logs"):
+        try:
+            find_logs(str(cfg.import_logs))
+        except FileNotFoundError as e:
+            raise ConfigError(str(e)) from None
+        return []
+    spec = str(cfg.model)
+    if spec.startswith("scripted:"):
+        scripted_kind(spec)
+        return []
+    return [("model", spec)]
+
+
 def run(cfg: DictConfig) -> dict:
     """Run the sweep for `cfg.model` (or import `cfg.import_logs`) and write the summary; returns it."""
     import json

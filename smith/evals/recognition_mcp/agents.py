@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from smith.errors import ConfigError
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams, Tool, ToolCall, parse_tool_calls
 
 from .division import Division, parse_problem
@@ -164,13 +165,18 @@ class Manual:
 SCRIPTED = {"prober": Prober, "manual": Manual}
 
 
+def scripted_kind(spec: str) -> str:
+    """The kind of a `scripted:<kind>` SPEC, refused when unknown."""
+    kind = spec.split(":", 1)[1]
+    if kind not in SCRIPTED:
+        raise ConfigError(f"scripted agent '{kind}' not found; known: {', '.join(sorted(SCRIPTED))}")
+    return kind
+
+
 def load_agent(spec: str, cfg: object, params: SamplingParams) -> ChatAgent:
     """`scripted:<prober|manual>` or any model SPEC that `smith.models.load_backend` understands."""
     if spec.startswith("scripted:"):
-        kind = spec.split(":", 1)[1]
-        if kind not in SCRIPTED:
-            raise ValueError(f"scripted agent '{kind}' not found; known: {', '.join(sorted(SCRIPTED))}")
-        return ChatAgent(SCRIPTED[kind](), params, spec)
+        return ChatAgent(SCRIPTED[scripted_kind(spec)](), params, spec)
     try:
         from smith.models import load_backend
     except ImportError as e:

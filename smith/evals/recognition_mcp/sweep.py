@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog
 
 from .agents import ChatAgent
@@ -22,10 +23,10 @@ def plan(conditions: list[str], tools: list[int], reps: list[int], difficulties:
          limit: int | None = None, surcharge: int = 25, max_turns: int = 300, max_noop: int = 4) -> list[Episode]:
     """Every episode of the sweep; `limit` caps the reps of each (condition, T, d) cell."""
     if len(tools) != len(reps):
-        raise ValueError(f"suite.reps must give one count per suite.tools entry: tools={tools}, reps={reps}")
+        raise ConfigError(f"suite.reps must give one count per suite.tools entry: tools={tools}, reps={reps}")
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
-        raise ValueError(f"condition {unknown[0]!r} not found; known: {', '.join(CONDITIONS)}")
+        raise ConfigError(f"condition {unknown[0]!r} not found; known: {', '.join(CONDITIONS)}")
     return [Episode(c, t, d, r, surcharge=surcharge, max_turns=max_turns, max_noop=max_noop)
             for c in conditions for t, n in zip(tools, reps, strict=True) for d in difficulties
             for r in range(n if limit is None else min(n, limit))]

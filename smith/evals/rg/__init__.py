@@ -21,6 +21,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from smith.errors import ConfigError
+
 from .metrics import PAPER_COLUMNS, accuracy_table, paper_row
 
 MODES = ("cot", "build_use", "pool")
@@ -37,18 +39,29 @@ def _identity(cfg: DictConfig) -> dict[str, Any]:
             "max_turns": 1 if cot else int(s.max_turns)}
 
 
-def _check(cfg: DictConfig) -> None:
+def check(cfg: DictConfig) -> list[tuple[str, str]]:
+    """rg's own settings, before anything loads; returns the model SPECs the run loads."""
+    from smith.evals.common import check_categories, check_pool
+
     s = cfg.suite
     if cfg.mode not in MODES:
-        raise ValueError(f"mode '{cfg.mode}' unknown; use one of {', '.join(MODES)}")
+        raise ConfigError(f"mode={cfg.mode} is not one of {', '.join(MODES)}")
     if int(s.seed) == int(s.train_seed):
-        raise ValueError(f"suite.seed={s.seed} equals the training seed suite.train_seed; held-out items need "
-                         "another seed")
-    if cfg.mode == "pool" and not s.pool:
-        raise ValueError("mode=pool needs suite.pool=PATH (a run directory, checkpoint directory or pool file)")
+        raise ConfigError(f"suite.seed={s.seed} equals the training seed suite.train_seed; held-out items need "
+                          "another seed")
     if str(cfg.model).startswith("scripted:"):
-        raise ValueError(f"suite rg has no scripted agents ({cfg.model}); give a model SPEC: tiny | DIR | "
-                         "vllm:<path> | openai:<base_url>#<model>")
+        raise ConfigError(f"suite rg has no scripted agents ({cfg.model}); give a model SPEC: tiny | DIR | "
+                          "vllm:<path> | openai:<base_url>#<model>")
+    if s.get("categories"):
+        check_categories(s.categories, "suite.categories")
+    if cfg.mode == "pool":
+        if not s.pool:
+            raise ConfigError("mode=pool needs suite.pool=PATH (a run directory, checkpoint directory or pool file)")
+        check_pool(str(s.pool), "suite.pool")
+    specs = [("model", str(cfg.model))]
+    if cfg.mode != "cot" and s.writer:
+        specs.append(("suite.writer", str(s.writer)))
+    return specs
 
 
 def _resume_check(out: Path, identity: dict[str, Any]) -> None:
@@ -61,7 +74,7 @@ def _resume_check(out: Path, identity: dict[str, Any]) -> None:
         old = json.loads(path.read_text())
         diff = {k: (old.get(k), v) for k, v in identity.items() if old.get(k) != v}
         if diff:
-            raise ValueError(f"{out} holds an rg run with other settings {diff}; use another output_dir")
+            raise ConfigError(f"{out} holds an rg run with other settings {diff}; use another output_dir")
     write_json(path, identity)
 
 
@@ -91,7 +104,6 @@ def run(cfg: DictConfig) -> dict:
     from . import tools as toolsrc
     from .episodes import build_tools, cot_episode, run_episodes, use_episode
 
-    _check(cfg)
     s = cfg.suite
     out = output_dir(cfg)
     identity = _identity(cfg)
@@ -100,10 +112,6 @@ def run(cfg: DictConfig) -> dict:
     catalog = load_catalog()
     wanted = list(s.categories) if s.get("categories") else None
     cats = [c for c in catalog.categories if c.split in s.splits and (wanted is None or c.name in wanted)]
-    if wanted:
-        unknown = sorted(set(wanted) - {c.name for c in catalog.categories})
-        if unknown:
-            raise ValueError(f"suite.categories has unknown {unknown}; known: {', '.join(catalog.names)}")
     n = int(s.n_items) if cfg.get("limit") is None else min(int(s.n_items), int(cfg.limit))
     cache = s.get("cache_dir")
     questions = {c.name: items(c, str(s.band), n, int(s.seed), cache, catalog) for c in cats}

@@ -1,0 +1,233 @@
+"""Issue 16, item 6: one error boundary for train.py, eval.py and `smith`. Bad input is one `error:` line naming
+the bad value, exit code 2, before any model loads; Ctrl-C is `interrupted`, exit 130; SMITH_TRACEBACK=1 shows
+the traceback."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from smith.errors import ConfigError
+
+from .conftest import ROOT
+
+MODEL_LOADING = "Loading weights"  # what transformers prints while a model loads
+
+
+def _run(*cmd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *cmd], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "WANDB_MODE": "disabled", **(env or {})})
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, *names: str) -> str:
+    """The run failed with exit 2 and one `error:` line naming `names`, before any model loaded."""
+    shown = proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode == 2, shown
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), shown
+    assert "Traceback" not in proc.stderr and MODEL_LOADING not in proc.stdout + proc.stderr, shown
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def not_a_dir(tmp_path: Path) -> Path:
+    """A path whose parent is a regular file: no one, root included, can create it."""
+    (tmp_path / "file").write_text("x")
+    return tmp_path / "file" / "out"
+
+
+@pytest.fixture
+def bad_pool(tmp_path: Path) -> Path:
+    path = tmp_path / "tool_pool.json"
+    path.write_text(json.dumps({"format_version": 999, "cap_per_category": 20, "entries": []}))
+    return path
+
+
+# ------------------------------------------------------------------------------------------------ eval.py
+EVAL_CASES = {
+    "missing model dir": (["suite=rg", "model={tmp}/no-model"], ["{tmp}/no-model"]),
+    "openai spec without #model": (["suite=rg", "model=openai:http://127.0.0.1:9/v1"], ["openai:http://127.0.0.1:9/v1"]),
+    "refused endpoint": (["suite=rg", "model=openai:http://127.0.0.1:9/v1#m"], ["http://127.0.0.1:9/v1/models",
+                                                                                 "not answering"]),
+    "unknown model prefix": (["suite=lomekwi", "model=ollama:llama3"], ["ollama:llama3"]),
+    "limit not a number": (["suite=rg", "limit=abc"], ["limit=abc"]),
+    "limit zero": (["suite=lomekwi", "model=scripted:random", "limit=0"], ["limit=0"]),
+    "limit negative": (["suite=bor", "limit=-3"], ["limit=-3"]),
+    "unknown mode": (["suite=rg", "mode=cott"], ["mode=cott", "build_use"]),
+    "unknown rg category": (["suite=rg", "suite.categories=[lcm,nope]"], ["'nope'", "suite.categories"]),
+    "unknown bfcl category": (["suite=bfcl", "suite.categories=[nope]"], ["'nope'"]),
+    "unknown bor scorer": (["suite=bor", "suite.scorers=[bm25,bm52]"], ["'bm52'", "suite.scorers"]),
+    "unknown lots family": (["suite=lots", "model=scripted:gold", "suite.families=[nope]"], ["'nope'"]),
+    "unknown scripted agent": (["suite=lomekwi", "model=scripted:smart"], ["'smart'"]),
+    "scripted agent where a suite has none": (["suite=rg", "model=scripted:optimal"], ["scripted:optimal"]),
+    "unwritable output_dir": (["suite=lomekwi", "model=scripted:random", "output_dir={not_a_dir}"],
+                              ["output_dir={not_a_dir}", "not a writable directory"]),
+    "missing pool": (["suite=rg", "mode=pool", "suite.pool={tmp}/no-pool"], ["{tmp}/no-pool"]),
+    "invalid pool file": (["suite=bor", "suite.pool={bad_pool}"], ["{bad_pool}", "format_version 999"]),
+    "missing import_logs": (["suite=lomekwi", "import_logs={tmp}/no-logs"], ["{tmp}/no-logs"]),
+    "unknown suite": (["suite=nope"], ["suite 'nope' not found"]),
+}
+
+
+@pytest.mark.parametrize("case", EVAL_CASES)
+def test_eval_bad_input_is_one_line_before_loading(case, tmp_path, not_a_dir, bad_pool):
+    args, names = EVAL_CASES[case]
+    fill = {"tmp": tmp_path, "not_a_dir": not_a_dir, "bad_pool": bad_pool}
+    args = [a.format(**fill) for a in args]
+    if not any(a.startswith("output_dir=") for a in args):
+        args.append(f"output_dir={tmp_path / 'out'}")
+    _one_line_error(_run("eval.py", *args), *(n.format(**fill) for n in names))
+    if case != "unwritable output_dir":
+        assert not (tmp_path / "out" / "summary.json").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any directory")
+def test_eval_read_only_output_dir_is_one_line(tmp_path):
+    out = tmp_path / "ro"
+    out.mkdir()
+    out.chmod(0o555)
+    try:
+        _one_line_error(_run("eval.py", "suite=lomekwi", "model=scripted:random", f"output_dir={out}"),
+                        f"output_dir={out}")
+    finally:
+        out.chmod(0o755)
+
+
+def test_eval_refuses_an_endpoint_that_does_not_serve_the_model(tmp_path):
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"object": "list", "data": [{"id": "served-model"}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        spec = f"openai:http://127.0.0.1:{server.server_port}/v1#other-model"
+        _one_line_error(_run("eval.py", "suite=rg", f"model={spec}", f"output_dir={tmp_path / 'out'}"),
+                        "serves ['served-model']", f"model={spec}")
+    finally:
+        server.shutdown()
+
+
+def test_eval_refuses_an_output_dir_of_another_suite(tmp_path):
+    """A directory a lomekwi run wrote into (marked .smith-suite), or an older one with a lomekwi summary.json,
+    is refused by rg in one line instead of mixing logs (this used to be `KeyError: 'key'`)."""
+    marked = tmp_path / "marked"
+    proc = _run("eval.py", "suite=lomekwi", "model=scripted:random", "limit=1", "suite.n_values=[9]",
+                "suite.t_values=[2]", "suite.plots=false", f"output_dir={marked}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (marked / ".smith-suite").read_text().strip() == "lomekwi"
+    line = _one_line_error(_run("eval.py", "suite=rg", f"output_dir={marked}"), str(marked), "suite lomekwi")
+    assert "another output_dir" in line
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "summary.json").write_text(json.dumps({"suite": "lomekwi"}))
+    _one_line_error(_run("eval.py", "suite=recognition_mcp", "model=scripted:prober", f"output_dir={legacy}"),
+                    str(legacy), "suite lomekwi")
+
+
+def test_a_log_of_another_kind_is_a_config_error(tmp_path):
+    from smith.evals.common import EpisodeLog
+
+    (tmp_path / "episodes.jsonl").write_text(json.dumps({"cell": "x"}) + "\n")
+    with pytest.raises(ConfigError, match=r"rows without 'key'.*another output_dir"):
+        EpisodeLog(tmp_path / "episodes.jsonl")
+
+
+# ------------------------------------------------------------------------------------------------ train.py
+TRAIN_CASES = {
+    "unwritable output_dir": (["output_dir={not_a_dir}"], ["output_dir={not_a_dir}", "not a writable directory"]),
+    "missing resume dir": (["resume={tmp}/no-run"], ["resume={tmp}/no-run"]),
+    "number of the wrong type": (["max_steps=abc"], ["max_steps=abc"]),
+    "unknown category": (["tasks.categories=[lcm,nope]"], ["'nope'"]),
+    "batch that does not split": (["dapo.prompts_per_step=3"], ["dapo.prompts_per_step=3"]),
+    "missing generation script": (["generation.backend=scripted", "generation.script=tests.nope:fn"],
+                                  ["tests.nope:fn"]),
+    "refused judge endpoint": (["judge.kind=external", "judge.base_url=http://127.0.0.1:9/v1", "judge.model_name=m"],
+                               ["http://127.0.0.1:9/v1/models"]),
+    "unknown recipe": (["recipe=nope"], ["recipe 'nope' not found"]),
+}
+
+
+@pytest.mark.parametrize("case", TRAIN_CASES)
+def test_train_bad_input_is_one_line_before_loading(case, tmp_path, not_a_dir):
+    args, names = TRAIN_CASES[case]
+    fill = {"tmp": tmp_path, "not_a_dir": not_a_dir}
+    args = [a.format(**fill) for a in args]
+    if not any(a.startswith(("output_dir=", "resume=")) for a in args):
+        args.append(f"output_dir={tmp_path / 'run'}")
+    _one_line_error(_run("train.py", "recipe=tiny-random", *args), *(n.format(**fill) for n in names))
+    assert not (tmp_path / "run").exists()  # no run directory left behind
+
+
+def test_ctrl_c_is_one_line_and_exit_130(tiny_model_dir, tmp_path):
+    """SIGINT to the process group (what Ctrl-C in a terminal sends) once training is running."""
+    cmd = [sys.executable, "train.py", "recipe=tiny-random", f"model.tiny_dir={tiny_model_dir}", "max_steps=50",
+           f"tasks.cache_dir={tmp_path / 'items'}", f"output_dir={tmp_path / 'run'}"]
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
+    # a shell may start background jobs with SIGINT ignored, and children inherit that: give it the default back
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        for line in proc.stdout:
+            if line.startswith("step"):
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err, err[-3000:]
+    assert "trained tiny-random" not in out  # it stopped, it did not finish
+
+
+def test_the_boundary_passes_bugs_through_and_shows_tracebacks_on_request(monkeypatch, capsys):
+    from smith.errors import guarded
+
+    def bug():
+        raise RuntimeError("a bug")
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(RuntimeError, match="a bug"):  # not bad input: its traceback is Python's own
+        guarded(bug)
+    monkeypatch.setenv("SMITH_TRACEBACK", "1")
+    with pytest.raises(SystemExit) as stop:
+        guarded(interrupted)
+    err = capsys.readouterr().err
+    assert stop.value.code == 130 and "Traceback" in err and err.strip().splitlines()[-1] == "interrupted"
+
+
+def test_smith_traceback_shows_the_traceback():
+    proc = _run("eval.py", "suite=rg", "limit=abc", env={"SMITH_TRACEBACK": "1"})
+    assert proc.returncode == 2
+    assert "Traceback (most recent call last)" in proc.stderr and "smith.errors.ConfigError" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: limit=abc")
+
+
+# ------------------------------------------------------------------------------------------------ smith
+def test_smith_bad_input_is_one_line(tmp_path):
+    _one_line_error(_run("-m", "smith.cli", "export-pool", str(tmp_path / "no-run"), "--format", "jsonl", "--out",
+                         str(tmp_path / "x.jsonl")), str(tmp_path / "no-run"))
+    tool = tmp_path / "tool.py"
+    tool.write_text("def f(question: str) -> str:\n    return question\n")
+    _one_line_error(_run("-m", "smith.cli", "grade", "--category", "nope", "--tool", str(tool)), "'nope'")
+    _one_line_error(_run("-m", "smith.cli", "report", str(tmp_path / "no-dir")), str(tmp_path / "no-dir"))
