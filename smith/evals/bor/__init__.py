@@ -20,7 +20,15 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from smith.evals.bor.benchmarks import Benchmark, bfcl_benchmark, smith_benchmark, split_of
-from smith.evals.bor.metric import bits_over_random, bor_ceiling, bor_interval, p_rand, per_query_bits
+from smith.evals.bor.metric import (
+    bits_over_random,
+    bor_ceiling,
+    bor_interval,
+    enrichment_factor,
+    log_ratio_bits,
+    p_rand,
+    per_query_bits,
+)
 from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
 from smith.pool.retrieval import (
     AdaptiveRetriever,
@@ -33,8 +41,21 @@ from smith.pool.retrieval import (
     make_scorer,
     shortlist_outcome,
 )
+from smith.pool.retrieval.chance import collapse_lambda, random_recall_baseline, random_success_at_least_m
 
-__all__ = ["bits_over_random", "bor_ceiling", "bor_interval", "p_rand", "per_query_bits", "run"]
+__all__ = [
+    "bits_over_random",
+    "bor_ceiling",
+    "bor_interval",
+    "collapse_lambda",
+    "enrichment_factor",
+    "log_ratio_bits",
+    "p_rand",
+    "per_query_bits",
+    "random_recall_baseline",
+    "random_success_at_least_m",
+    "run",
+]
 
 AGENTS = ("q-bor", "q-f1", "dqn-bor", "dqn-f1")
 COLUMNS = ["benchmark", "N", "scorer", "policy", "n", "coverage", "mean_depth", "mean_p_rand", "bor", "bor_lo",
