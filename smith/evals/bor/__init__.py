@@ -19,7 +19,9 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from smith.evals.bor.auditing import AuditResult, QueryRecord, audit
 from smith.evals.bor.benchmarks import Benchmark, bfcl_benchmark, smith_benchmark, split_of
+from smith.evals.bor.logs import from_csv, from_jsonl
 from smith.evals.bor.metric import (
     bits_over_random,
     bor_ceiling,
@@ -44,11 +46,16 @@ from smith.pool.retrieval import (
 from smith.pool.retrieval.chance import collapse_lambda, random_recall_baseline, random_success_at_least_m
 
 __all__ = [
+    "AuditResult",
+    "QueryRecord",
+    "audit",
     "bits_over_random",
     "bor_ceiling",
     "bor_interval",
     "collapse_lambda",
     "enrichment_factor",
+    "from_csv",
+    "from_jsonl",
     "log_ratio_bits",
     "p_rand",
     "per_query_bits",
