@@ -7,6 +7,9 @@ training queries, and reports on the held-out ones, per policy (fixed-K baseline
 P_obs, mean depth, mean P_rand, aggregate BoR with a bootstrap 95% interval, and coverage on medium
 (right tool ranked 2-5) and hard (6-20) queries (the paper's section 3.1 breakdown). No language model is
 involved (`model=` is ignored): this suite measures retrieval, not the downstream tool choice.
+
+The package also re-exports the metric (`metric`), the chance baselines (`smith.pool.retrieval.chance`),
+the log audit (`auditing`) and its loaders (`logs`); `python -m smith.evals.bor` is their command line (`cli`).
 """
 
 from __future__ import annotations
