@@ -36,10 +36,45 @@ def _chain_accuracy(menu: list[str]) -> float:
 
 
 def test_tto_adds_the_best_tool_while_accuracy_strictly_increases():
-    # every single tool of a pure chain scores zero, so greedy search stops at the empty space (B.1)
-    assert baselines.tto(["A", "B", "D"], lambda m: float({"A", "B"} <= set(m))) == ([], 0.0)
+    # TTO starts from the best single tool (003 section 4.1): a pure chain still reaches its pair
+    assert baselines.tto(["A", "B", "D"], lambda m: float({"A", "B"} <= set(m))) == (["A", "B"], 1.0)
     assert baselines.tto(["A", "B", "C"], _chain_accuracy) == (["C"], 0.1)
     assert baselines.tto(["A", "B"], lambda m: 0.5 * len(m)) == (["A", "B"], 1.0)
+    assert baselines.tto([], lambda m: 0.25) == ([], 0.25)  # an empty registry has only the empty space
+
+
+def test_tto_from_the_best_single_tool_reaches_a_chain_whose_single_tools_score_zero():
+    # table_total's chain {TableQuery, Calculator} in the 15-tool TGB registry: every single tool scores 0,
+    # the pair (and any space holding it) 1. The all-zero tie goes to the first tool in registry order,
+    # TableQuery, and adding Calculator is the only strict gain.
+    assert NAMES[0] == "TableQuery" and tgb.CHAINS["table_total"] == ("TableQuery", "Calculator")
+    calls: list[list[str]] = []
+
+    def acc(menu: list[str]) -> float:
+        calls.append(menu)
+        return float({"TableQuery", "Calculator"} <= set(menu))
+
+    assert baselines.tto(NAMES, acc) == (["Calculator", "TableQuery"], 1.0)
+    # 15 single tools, 14 pairs with TableQuery, 13 triples that do not improve: the empty space is never run
+    assert [] not in calls and len(calls) == 15 + 14 + 13
+    # in either order of the two-tool universe the result is the pair
+    for names in (["TableQuery", "Calculator"], ["Calculator", "TableQuery"]):
+        assert baselines.tto(names, acc) == (["Calculator", "TableQuery"], 1.0)
+
+
+def test_tto_breaks_ties_by_registry_order_and_stops_after_one_failed_expansion():
+    calls: list[list[str]] = []
+
+    def acc(menu: list[str]) -> float:
+        calls.append(menu)
+        return {("B",): 0.5, ("D",): 0.5}.get(tuple(menu), 0.25)
+
+    # B and D tie as single tools; B is listed first. No pair beats 0.5, so TTO keeps B after 7 singles and
+    # 6 pairs: the 13 candidate spaces of the paper's Table 20 caption for a 7-tool universe (from the empty
+    # space it would be 14)
+    assert baselines.tto(list("CBAEFGD"), acc) == (["B"], 0.5)
+    assert len(calls) == 7 + 6
+    assert baselines.tto(list("DCBAEFG"), acc) == (["D"], 0.5)
 
 
 def test_beam_search_keeps_five_candidates_and_stops_without_strict_gain():

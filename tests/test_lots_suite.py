@@ -51,7 +51,9 @@ def test_scripted_gold_harness_check_and_resume(tmp_path, tiny_model_dir):
     assert {"DocRetrieve", "ExchangeRate", "Calculator"} <= set(summary["lots"]["fx_settle"]["space"])
     assert m["lots"]["accuracy"] == 1.0
     assert m["lots"]["prompt_tokens"] <= m["keep_all"]["prompt_tokens"]
-    assert m["tto"]["spaces"]["fx_settle"] == [] and m["beam_search"]["spaces"]["fx_settle"] == []  # B.1
+    # fx_settle needs all three chain tools: beam search stops at the empty space (B.1); TTO starts from the
+    # best single tool (section 4.1), the all-zero tie going to the first in registry order, and no pair gains
+    assert m["tto"]["spaces"]["fx_settle"] == ["TableQuery"] and m["beam_search"]["spaces"]["fx_settle"] == []
     out = tmp_path
     for name in ("summary.json", "table.md", "accuracy_vs_k.png", "stream_updates.png", "traces/lots.jsonl",
                  "spaces/registry-15/fx_settle.json", "spaces/stream/no_tool.json"):

@@ -7,6 +7,9 @@ training queries, and reports on the held-out ones, per policy (fixed-K baseline
 P_obs, mean depth, mean P_rand, aggregate BoR with a bootstrap 95% interval, and coverage on medium
 (right tool ranked 2-5) and hard (6-20) queries (the paper's section 3.1 breakdown). No language model is
 involved (`model=` is ignored): this suite measures retrieval, not the downstream tool choice.
+
+The package also re-exports the metric (`metric`), the chance baselines (`smith.pool.retrieval.chance`),
+the log audit (`auditing`) and its loaders (`logs`); `python -m smith.evals.bor` is their command line (`cli`).
 """
 
 from __future__ import annotations
@@ -20,8 +23,18 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from smith.errors import ConfigError
+from smith.evals.bor.auditing import AuditResult, QueryRecord, audit
 from smith.evals.bor.benchmarks import Benchmark, bfcl_benchmark, smith_benchmark, split_of
-from smith.evals.bor.metric import bits_over_random, bor_ceiling, bor_interval, p_rand, per_query_bits
+from smith.evals.bor.logs import from_csv, from_jsonl
+from smith.evals.bor.metric import (
+    bits_over_random,
+    bor_ceiling,
+    bor_interval,
+    enrichment_factor,
+    log_ratio_bits,
+    p_rand,
+    per_query_bits,
+)
 from smith.evals.common import EpisodeLog, check_categories, check_pool, markdown_table, output_dir, write_json
 from smith.pool.retrieval import (
     AdaptiveRetriever,
@@ -34,8 +47,26 @@ from smith.pool.retrieval import (
     make_scorer,
     shortlist_outcome,
 )
+from smith.pool.retrieval.chance import collapse_lambda, random_recall_baseline, random_success_at_least_m
 
-__all__ = ["bits_over_random", "bor_ceiling", "bor_interval", "p_rand", "per_query_bits", "run"]
+__all__ = [
+    "AuditResult",
+    "QueryRecord",
+    "audit",
+    "bits_over_random",
+    "bor_ceiling",
+    "bor_interval",
+    "collapse_lambda",
+    "enrichment_factor",
+    "from_csv",
+    "from_jsonl",
+    "log_ratio_bits",
+    "p_rand",
+    "per_query_bits",
+    "random_recall_baseline",
+    "random_success_at_least_m",
+    "run",
+]
 
 AGENTS = ("q-bor", "q-f1", "dqn-bor", "dqn-f1")
 BENCHMARKS = ("smith", "bfcl")

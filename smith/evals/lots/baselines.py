@@ -2,7 +2,8 @@
 
 Task-level baselines build one space per task from its fitting requests and reuse it: Keep all, No tools,
 Random (same K as LOTS), BM25 and Dense (rank tools against the fitting requests, top-K at LOTS's K),
-TTO (greedy forward selection on fitting accuracy, label-using) and Beam search (width 5, label-using).
+TTO (greedy forward selection on fitting accuracy from the best single tool, label-using) and Beam search
+(width 5, from the empty space, label-using).
 The LLM router selects per request and lives with the agent (`serving.ChatAgent.route`).
 """
 
@@ -15,8 +16,6 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
-
-from smith.evals.lots.spaces import rank
 
 
 def keep_all(names: Sequence[str]) -> list[str]:
@@ -77,13 +76,22 @@ def dense_scores(embed: Callable[[list[str]], np.ndarray], schemas: Sequence[dic
 
 
 def tto(names: Sequence[str], fit_accuracy: Callable[[list[str]], float]) -> tuple[list[str], float]:
-    """TTO, greedy (label-using): from the empty space, add the tool with the largest fitting-accuracy gain
-    while accuracy strictly increases (B.1). Ties go to the tool name that sorts first."""
-    space: list[str] = []
-    best = fit_accuracy(space)
+    """TTO, greedy (label-using): start from the best single tool on fitting accuracy, then add the tool with
+    the largest gain while accuracy strictly increases (003 section 4.1, B.1).
+
+    The empty space is never evaluated, so a chain family whose single tools all score 0 still reaches its
+    chain when the first tool is on it. Ties, for the start and for every addition, go to the tool listed
+    first in `names` (registry order; TGB lists its chain tools first), the first maximum of an argmax over
+    the registry. Spaces are passed to `fit_accuracy` sorted by name.
+    """
+    if not names:
+        return [], fit_accuracy([])
+    singles = {t: fit_accuracy([t]) for t in names}
+    first = max(singles, key=singles.__getitem__)  # max keeps the first maximum: registry order breaks ties
+    space, best = [first], singles[first]
     while len(space) < len(names):
         gains = {t: fit_accuracy(sorted([*space, t])) for t in names if t not in space}
-        pick = rank(gains)[0]
+        pick = max(gains, key=gains.__getitem__)
         if gains[pick] <= best:
             break
         space, best = sorted([*space, pick]), gains[pick]
