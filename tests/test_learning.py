@@ -22,11 +22,11 @@ from .conftest import ROOT
 SEED = 0
 STEPS = 30
 LAST = 5
-# smith - control (evaluation + use reward, last 5 steps) measured by benchmarks/learning.py with warm model v3 on
-# seeds 0 / 1 / 2: +0.15 / +0.27 / +0.31, and +0.20 for a second seed-0 run against the same control (runs are
-# not bit-reproducible). The margin is half the lowest of those; with the advantage sign flipped the gap is
-# strongly negative (docs/training.md).
-MARGIN = 0.07
+# smith - control (evaluation + use reward, last 5 steps) measured by benchmarks/learning.py with warm model v4 on
+# seeds 0 / 1 / 2: +0.60 / +0.88 / +0.53 (runs are not bit-reproducible: pool admissions arrive in grading-thread
+# order). The margin is half the lowest of those; with the advantage sign flipped the gap is strongly negative
+# (docs/training.md).
+MARGIN = 0.26
 
 
 def _train(run: Path, steps: int, *extra: str) -> subprocess.Popen:
@@ -48,9 +48,13 @@ def test_smith_beats_a_frozen_control(warm_model_dir, tmp_path):
     gap = paired_gap(rows["smith"], rows["control"], LAST)
     scores = {arm: [round(learning_score(r), 2) for r in rs] for arm, rs in rows.items()}
     assert gap >= MARGIN, f"smith - control over the last {LAST} steps = {gap:.3f} < {MARGIN}; {scores}"
-    # the README's promise: the evaluation reward rises (seed 0: +0.07 and +0.12 in two runs) and tools pool up
-    first, last = (window_means(rows["smith"], "rewards/evaluation/mean", f) for f in (True, False))
-    assert last > first, (first, last)
+    # the README's promise: the evaluation and use rewards rise (seed 0: 0.78 -> 0.97 and 0.19 -> 0.49), use above
+    # the control's (0.19), and tools pool up
+    for axis in ("rewards/evaluation/mean", "rewards/use/mean"):
+        first, last = (window_means(rows["smith"], axis, f) for f in (True, False))
+        assert last > first, (axis, first, last)
+    use = {arm: window_means(rs, "rewards/use/mean", False) for arm, rs in rows.items()}
+    assert use["smith"] > use["control"], use
     assert rows["smith"][-1]["pool/size"] > 0
     # what a user sees: one line per step, the summary, the plot
     assert f"step  {STEPS}/{STEPS}" in logs["smith"] and "before -> after" in logs["smith"]
