@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,3 +43,26 @@ def sandbox():
 
     with Sandbox(isolation="strict", workers=2) as sb:
         yield sb
+
+
+@contextmanager
+def models_endpoint(*served: str) -> Iterator[str]:
+    """An OpenAI-style endpoint on 127.0.0.1 that only lists `served` at /v1/models; yields its base URL."""
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"object": "list", "data": [{"id": m} for m in served]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()

@@ -4,20 +4,18 @@ the traceback."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from smith.errors import ConfigError
 
-from .conftest import ROOT
+from .conftest import ROOT, models_endpoint
 
 MODEL_LOADING = "Loading weights"  # what transformers prints while a model loads
 
@@ -104,25 +102,10 @@ def test_eval_read_only_output_dir_is_one_line(tmp_path):
 
 
 def test_eval_refuses_an_endpoint_that_does_not_serve_the_model(tmp_path):
-    class Models(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps({"object": "list", "data": [{"id": "served-model"}]}).encode()
-            self.send_response(200 if self.path == "/v1/models" else 404)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        spec = f"openai:http://127.0.0.1:{server.server_port}/v1#other-model"
+    with models_endpoint("served-model") as url:
+        spec = f"openai:{url}#other-model"
         _one_line_error(_run("eval.py", "suite=rg", f"model={spec}", f"output_dir={tmp_path / 'out'}"),
                         "serves ['served-model']", f"model={spec}")
-    finally:
-        server.shutdown()
 
 
 def test_eval_refuses_an_output_dir_of_another_suite(tmp_path):

@@ -21,7 +21,7 @@ from smith.config import ConfigError, compose
 from smith.train import resolve_run_dir
 from smith.train.run import train
 
-from .conftest import ROOT
+from .conftest import ROOT, models_endpoint
 
 SCRIPTED = ["generation.backend=scripted", "generation.script=tests.scripts:formatted_tools",
             "tasks.categories=[spell_backward,lcm]", "dapo.max_completion_length=400"]
@@ -213,24 +213,7 @@ def test_a_bad_number_fails_in_one_line_before_loading(override, tmp_path):
 
 
 def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_path):
-    import http.server
-    import threading
-
-    class Models(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps({"object": "list", "data": [{"id": "Qwen/Qwen3-8B"}]}).encode()
-            self.send_response(200 if self.path == "/v1/models" else 404)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    up = f"http://127.0.0.1:{server.server_port}/v1"
-    try:
+    with models_endpoint("Qwen/Qwen3-8B") as up:
         for base, model, message in [
             ("http://127.0.0.1:9/v1", "m", r"^judge endpoint http://127.0.0.1:9/v1/models is not answering"),
             (up, "Qwen/Qwen3-30B-A3B-Instruct-2507", r"^judge endpoint .* serves \['Qwen/Qwen3-8B'\], not "
@@ -240,8 +223,6 @@ def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_p
                                      f"judge.model_name={model}"])
             with pytest.raises(ConfigError, match=message):
                 train(cfg, tmp_path / "run")
-    finally:
-        server.shutdown()
     out = subprocess.run([sys.executable, "train.py", "recipe=qwen3-8b", "judge.base_url=http://127.0.0.1:9/v1",
                           f"output_dir={tmp_path / 'cli'}"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith("error: judge endpoint")
