@@ -19,6 +19,6 @@ PY=${PYTHON:-python3.11}
 .venv/bin/python -m pip install -q -e ".[dev]"
 # BFCL v4 lives in its own venv (bfcl-eval pins numpy 1.26); without it the bfcl tests skip and say why
 .venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"
-# The warm-started tiny policy of `recipe=tiny` and of the learning test (SFT with TRL; 15-20 minutes on
+# The warm-started tiny policy of `recipe=tiny` and of the learning test (SFT with TRL; about 12 minutes on
 # 2 cores the first time, cached in checkpoints/.tiny-warm afterwards)
 .venv/bin/smith tiny-model checkpoints/.tiny-warm --warm

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("dir")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--warm", action="store_true",
-                   help="the SFT-warm-started policy of recipe=tiny (smith.train.warm; 15-20 min on 2 cores)")
+                   help="the SFT-warm-started policy of recipe=tiny (smith.train.warm; ~12 min on 2 cores)")
     s.add_argument("--cache-dir", default="checkpoints/.task-cache", help="reasoning-gym item cache (--warm)")
     s.set_defaults(func=_tiny_model)
 
