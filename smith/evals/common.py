@@ -69,18 +69,6 @@ def check_pool(path: str, what: str) -> None:
         raise ConfigError(f"{what}={path}: {e}") from None
 
 
-def check_categories(names: Iterable[str], what: str) -> None:
-    """Catalog category names given by the user; unknown ones fail here, naming them and the known ones."""
-    from smith.tasks import load_catalog
-
-    if isinstance(names, str):
-        raise ConfigError(f"{what}={names} must be a list, e.g. {what}=[{names}]")
-    catalog = load_catalog()
-    unknown = sorted(set(names) - set(catalog.names))
-    if unknown:
-        raise ConfigError(f"{what} has unknown categories {unknown}; known: {', '.join(catalog.names)}")
-
-
 class EpisodeLog:
     """Append-only JSONL log keyed by a string id, so an interrupted suite resumes where it stopped.
 

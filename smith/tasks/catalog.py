@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from smith.errors import ConfigError
+
 GROUPS = ("Arithmetic", "Algorithms", "Algebra", "Games", "Logic")
 SPLITS = ("seen", "unseen")
 BANDS = ("easy", "hard")
@@ -88,6 +90,15 @@ class Catalog:
             if c.name == name:
                 return c
         raise ValueError(f"category {name!r} not in the catalog; known: {', '.join(self.names)}")
+
+    def check_names(self, names: Any, what: str) -> None:
+        """Category names a user gave under the setting `what`: unknown ones fail in one line, naming them and
+        the known ones (before any model loads)."""
+        if isinstance(names, str):
+            raise ConfigError(f"{what}={names} must be a list, e.g. {what}=[{names}]")
+        unknown = sorted(set(names) - set(self.names))
+        if unknown:
+            raise ConfigError(f"{what} has unknown categories {unknown}; known: {', '.join(self.names)}")
 
     def by_group(self, split: str | None = None) -> dict[str, list[Category]]:
         out: dict[str, list[Category]] = {g: [] for g in GROUPS}

@@ -238,9 +238,7 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     per_device_batch(cfg, state.num_processes)
     catalog = load_catalog(cfg.tasks.catalog)
     seen = list(cfg.tasks.categories) if cfg.tasks.categories else [c.name for c in catalog.seen]
-    unknown = sorted(set(seen) - {c.name for c in catalog.categories})
-    if unknown:
-        raise ConfigError(f"tasks.categories has unknown categories {unknown}; known: {catalog.names}")
+    catalog.check_names(seen, "tasks.categories")
     script = script_function(str(cfg.generation.script)) if cfg.generation.backend == "scripted" else None
     writable_dir(run_dir, "resume" if cfg.resume else "output_dir")
     on_gpu = cfg.device != "cpu" and torch.cuda.is_available()

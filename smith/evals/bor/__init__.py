@@ -35,7 +35,7 @@ from smith.evals.bor.metric import (
     p_rand,
     per_query_bits,
 )
-from smith.evals.common import EpisodeLog, check_categories, check_pool, markdown_table, output_dir, write_json
+from smith.evals.common import EpisodeLog, check_pool, markdown_table, output_dir, write_json
 from smith.pool.retrieval import (
     AdaptiveRetriever,
     DepthPolicy,
@@ -85,7 +85,9 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
         if unknown:
             raise ConfigError(f"{what} has unknown entries {unknown}; known: {', '.join(known)}")
     if s.categories:
-        check_categories(s.categories, "suite.categories")
+        from smith.tasks import load_catalog
+
+        load_catalog().check_names(s.categories, "suite.categories")
     if s.pool:
         check_pool(str(s.pool), "suite.pool")
     return []

@@ -41,7 +41,8 @@ def _identity(cfg: DictConfig) -> dict[str, Any]:
 
 def check(cfg: DictConfig) -> list[tuple[str, str]]:
     """rg's own settings, before anything loads; returns the model SPECs the run loads."""
-    from smith.evals.common import check_categories, check_pool
+    from smith.evals.common import check_pool
+    from smith.tasks import load_catalog
 
     s = cfg.suite
     if cfg.mode not in MODES:
@@ -53,7 +54,7 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
         raise ConfigError(f"suite rg has no scripted agents ({cfg.model}); give a model SPEC: tiny | DIR | "
                           "vllm:<path> | openai:<base_url>#<model>")
     if s.get("categories"):
-        check_categories(s.categories, "suite.categories")
+        load_catalog().check_names(s.categories, "suite.categories")
     if cfg.mode == "pool":
         if not s.pool:
             raise ConfigError("mode=pool needs suite.pool=PATH (a run directory, checkpoint directory or pool file)")
