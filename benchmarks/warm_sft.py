@@ -27,35 +27,31 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
-import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
-from transformers import Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 from trl import SFTConfig, SFTTrainer  # noqa: E402
 
-from smith.models.tiny import train_tokenizer  # noqa: E402
-from smith.train.warm import PlainLossSFTTrainer, WarmSettings, copy_drills, demonstrations, render, render_text  # noqa: E402
+from smith.train.warm import (  # noqa: E402
+    PlainLossSFTTrainer,
+    WarmSettings,
+    copy_drills,
+    demo_rows,
+    demonstrations,
+    drill_rows,
+    fresh_model,
+    warm_tokenizer,
+)
 
 
 def rows(tok, n: int, cache_dir: str) -> dict[str, list[dict[str, list[int]]]]:
-    drills = []
-    for context, reply in copy_drills(n * 32, cache_dir=cache_dir):
-        c, r = (tok(x, add_special_tokens=False)["input_ids"] for x in (context, reply))
-        drills.append({"input_ids": c + r, "labels": [-100] * len(c) + r})
-    demos, _ = demonstrations(n * 8, cache_dir=cache_dir)
-    rendered = [dict(zip(("input_ids", "labels"), render(d, tok), strict=True)) for d in demos]
-    return {"copy drills (batch 32)": drills, "demonstrations (batch 8)": rendered}
+    return {"copy drills (batch 32)": drill_rows(copy_drills(n * 32, cache_dir=cache_dir), tok),
+            "demonstrations (batch 8)": demo_rows(demonstrations(n * 8, cache_dir=cache_dir)[0], tok)}
 
 
 ARMS = {"trl_default": (SFTTrainer, {}), "smith": (PlainLossSFTTrainer, {"gradient_checkpointing": False})}
 
 
 def train(arm: str, tok, data: list, batch: int, out: str) -> tuple[float, float]:
-    s = WarmSettings()
-    torch.manual_seed(0)
-    model = Qwen3ForCausalLM(Qwen3Config(
-        vocab_size=len(tok), hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
-        num_hidden_layers=s.layers, num_attention_heads=s.heads, num_key_value_heads=s.heads // 2,
-        head_dim=s.hidden_size // s.heads, tie_word_embeddings=True, pad_token_id=tok.pad_token_id))
+    model = fresh_model(tok, WarmSettings())
     cls, extra = ARMS[arm]
     args = SFTConfig(output_dir=out, per_device_train_batch_size=batch, learning_rate=2e-3, max_length=None,
                      save_strategy="no", report_to=[], use_cpu=True, seed=0, data_seed=0, disable_tqdm=True,
@@ -73,8 +69,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=str(ROOT / "checkpoints" / ".task-cache"))
     a = ap.parse_args()
     demos, _ = demonstrations(200, cache_dir=a.cache_dir)
-    tok = train_tokenizer([render_text(d, train_tokenizer([m["content"] for d in demos for m in d.messages], 400))
-                           for d in demos], WarmSettings().vocab_size)
+    tok = warm_tokenizer(demos, WarmSettings().vocab_size)
     worst = None
     with tempfile.TemporaryDirectory() as out:
         for stage, data in rows(tok, a.steps, a.cache_dir).items():

@@ -313,16 +313,51 @@ class WarmSettings:
         return {"version": WARM_VERSION, "demos": src, "drills": 3, **self.__dict__}
 
 
+def warm_tokenizer(demos: list[Demo], vocab_size: int) -> Any:
+    """The BPE trained on the rendered demonstrations (the chat template renders text with any tokenizer, so a
+    small draft one renders the corpus first)."""
+    from smith.models.tiny import train_tokenizer
+
+    draft = train_tokenizer([m["content"] for d in demos[:50] for m in d.messages], 400)
+    return train_tokenizer([render_text(d, draft) for d in demos], vocab_size)
+
+
+def fresh_model(tok: Any, s: WarmSettings) -> Any:
+    """The untrained Qwen3 of these settings, seeded."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = Qwen3Config(
+        vocab_size=len(tok), hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
+        num_hidden_layers=s.layers, num_attention_heads=s.heads, num_key_value_heads=s.heads // 2,
+        head_dim=s.hidden_size // s.heads, max_position_embeddings=4096, tie_word_embeddings=True,
+        bos_token_id=None, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"), pad_token_id=tok.pad_token_id,
+    )
+    torch.manual_seed(s.seed)
+    return Qwen3ForCausalLM(config)
+
+
+def drill_rows(drills: list[tuple[str, str]], tok: Any) -> list[dict[str, list[int]]]:
+    """SFT rows of the copy drills: the loss on the reply only."""
+    rows = []
+    for context, reply in drills:
+        c, r = (tok(x, add_special_tokens=False)["input_ids"] for x in (context, reply))
+        rows.append({"input_ids": c + r, "labels": [-100] * len(c) + r})
+    return rows
+
+
+def demo_rows(demos: list[Demo], tok: Any) -> list[dict[str, list[int]]]:
+    """SFT rows of the demonstrations (`render`)."""
+    return [dict(zip(("input_ids", "labels"), render(d, tok), strict=True)) for d in demos]
+
+
 def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = None, cache_dir: str | None = None,
                      progress: bool = True) -> tuple[Path, bool]:
     """Build (or reuse) the warm-started tiny policy at `path`. Returns (path, built_now)."""
-    import torch
     from datasets import Dataset
     from filelock import FileLock
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+    from transformers import GenerationConfig
     from trl import SFTConfig
-
-    from smith.models.tiny import train_tokenizer
 
     s = settings or WarmSettings()
     path = Path(path)
@@ -336,27 +371,14 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
             return path, False
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # BPE merges deterministic
         demos, right = demonstrations(s.n_demos, s.seed, cache_dir=cache_dir)
-        # the template renders text with any tokenizer; the real one is then trained on that text
-        draft = train_tokenizer([m["content"] for d in demos[:50] for m in d.messages], 400)
-        tok = train_tokenizer([render_text(d, draft) for d in demos], s.vocab_size)
+        tok = warm_tokenizer(demos, s.vocab_size)
         eos = tok.convert_tokens_to_ids("<|im_end|>")
-        config = Qwen3Config(
-            vocab_size=len(tok), hidden_size=s.hidden_size, intermediate_size=s.intermediate_size,
-            num_hidden_layers=s.layers, num_attention_heads=s.heads, num_key_value_heads=s.heads // 2,
-            head_dim=s.hidden_size // s.heads, max_position_embeddings=4096, tie_word_embeddings=True,
-            bos_token_id=None, eos_token_id=eos, pad_token_id=tok.pad_token_id,
-        )
-        torch.manual_seed(s.seed)
-        model = Qwen3ForCausalLM(config)
+        model = fresh_model(tok, s)
         tmp = Path(tempfile.mkdtemp(prefix=".warm-", dir=path.parent))
-        drills = []
-        for context, reply in copy_drills(s.copy_steps * s.copy_batch_size, s.seed, cache_dir=cache_dir):
-            c, r = (tok(x, add_special_tokens=False)["input_ids"] for x in (context, reply))
-            drills.append({"input_ids": c + r, "labels": [-100] * len(c) + r})
+        drills = copy_drills(s.copy_steps * s.copy_batch_size, s.seed, cache_dir=cache_dir)
         stages = [  # (rows, batch size, learning rate, schedule)
-            (drills, s.copy_batch_size, s.copy_learning_rate, "constant_with_warmup"),
-            ([dict(zip(("input_ids", "labels"), render(d, tok), strict=True)) for d in demos], s.batch_size,
-             s.learning_rate, "cosine"),
+            (drill_rows(drills, tok), s.copy_batch_size, s.copy_learning_rate, "constant_with_warmup"),
+            (demo_rows(demos, tok), s.batch_size, s.learning_rate, "cosine"),
         ]
         losses = []
         for i, (rows, batch, lr, schedule) in enumerate(stages):
