@@ -30,7 +30,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from smith.train.progress import COLUMNS, learning_gain, paired_gap, read_metrics, window_means  # noqa: E402
+from smith.curves import read_metrics  # noqa: E402
+from smith.train.progress import COLUMNS, learning_gain, paired_gap, window_means  # noqa: E402
 
 
 def _env() -> dict[str, str]:
@@ -84,7 +85,7 @@ def main() -> None:
         rows = {arm: read_metrics(run) for arm, run in runs.items()}
         print(f"\nseed {seed}: mean of the first / last 5 steps")
         print(f"  {'axis':<10}" + "".join(f"{arm:>22}" for arm in rows))
-        for key, label, _ in COLUMNS:
+        for key, label in COLUMNS:
             cells = []
             for arm in rows:
                 first, last = window_means(rows[arm], key, True), window_means(rows[arm], key, False)

@@ -173,3 +173,52 @@ def test_doc_worked_use_rewards_match_the_formula():
     assert m, "the worked example of the use reward is gone from docs/architecture.md"
     worth = [float(x) for x in m.group(1).split(",")]
     assert worth == pytest.approx([use_module.correctness_reward(True, n, 5) for n in range(1, 6)])
+
+
+LAYERS = {  # the doc's "Dependencies point one way", lowest first; smith.errors sits below everything
+    "smith.errors": 0, "sandbox": 1,
+    "smith.episodes": 2, "smith.toolspec": 2, "smith.tasks": 2, "smith.models": 2,
+    "smith.rollout": 3, "smith.rewards": 3, "smith.pool": 3,
+    "smith.train": 4, "smith.evals": 4, "smith.curves": 4,
+    "smith.cli": 5, "smith.config": 5, "smith": 5,
+}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "smith" and len(parts) > 1 else parts[0]
+
+
+def _imports() -> list[tuple[str, str, list[str]]]:
+    """(importing file's package, imported module, imported names) for every import in smith/ and sandbox/."""
+    import ast
+
+    out = []
+    for path in [*(ROOT / "smith").rglob("*.py"), *(ROOT / "sandbox").rglob("*.py")]:
+        rel = path.relative_to(ROOT).with_suffix("")
+        here = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = here.rsplit(".", node.level - (rel.name == "__init__"))[0] if node.level else ""
+                module = ".".join(x for x in (base, node.module or "") if x)
+                out.append((_package(here), module, [a.name for a in node.names]))
+            elif isinstance(node, ast.Import):
+                out += [(_package(here), a.name, []) for a in node.names]
+    return out
+
+
+def test_dependencies_point_one_way():
+    """Checked over every import statement, module level and inside functions, as the doc says."""
+    bad = []
+    for pkg, module, names in _imports():
+        target = _package(module)
+        if target not in LAYERS or target == pkg:
+            continue
+        if LAYERS[target] > LAYERS[pkg] or (pkg == "smith.evals" and target == "smith.train"):
+            bad.append(f"{pkg} imports {module}")
+        if pkg in ("smith.rewards", "smith.pool") and target in ("smith.rollout", "smith.rewards", "smith.pool"):
+            bad.append(f"{pkg} imports {module} (same floor, doc says one way)")
+        if pkg == "sandbox" and target.startswith("smith"):
+            bad.append(f"sandbox imports {module}")
+        bad += [f"{pkg} imports {module}.{n}" for n in names if n.startswith("_") and not n.startswith("__")]
+    assert bad == []

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from smith.train.progress import learning_score, paired_gap, read_metrics, window_means
+from smith.curves import read_metrics
+from smith.train.progress import learning_score, paired_gap, window_means
 
 from .conftest import ROOT
 

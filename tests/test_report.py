@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from smith.evals.report import build_report, discover, pool_growth, read_metrics, series
+from smith.curves import PANELS, plot_curves, read_metrics, series
+from smith.evals.report import build_report, discover, pool_growth
 from smith.evals.rg.metrics import paper_row
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "report"
@@ -87,9 +88,28 @@ def test_pool_growth_falls_back_to_checkpoint_pools(tmp_path):
         assert sizes[steps.index(step)] == sum(e["category"] == cat for e in last)
 
 
-def test_series_skips_missing_and_torn_rows(tmp_path):
+def test_series_skips_missing_torn_and_replayed_rows(tmp_path):
+    """A resumed run logs its replayed steps again (the later row wins); TRL's end-of-run row has no loss."""
     (tmp_path / "metrics.jsonl").write_text(
-        '{"step": 1, "rewards/format/mean": 0.25}\n{"step": 2}\n{"step": 3, "rewards/format/mean": 0.5}\n{"ste')
+        '{"step": 1, "loss": 0, "rewards/format/mean": 0.25}\n{"step": 2, "loss": 0}\n'
+        '{"step": 2, "loss": 0, "rewards/format/mean": NaN}\n{"step": 3, "loss": 0, "rewards/format/mean": 0.5}\n'
+        '{"step": 3, "loss": 0, "rewards/format/mean": 0.75}\n{"step": 3, "train_loss": 0.1}\n{"ste')
     rows = read_metrics(tmp_path)
     assert [r["step"] for r in rows] == [1, 2, 3]
-    assert series(rows, "rewards/format/mean") == ([1.0, 3.0], [0.25, 0.5])
+    assert series(rows, "rewards/format/mean") == ([1.0, 3.0], [0.25, 0.75])
+    md = build_report([tmp_path], tmp_path / "out").read_text()
+    assert "Step 3, the last of 3 logged steps:" in md
+
+
+def test_curves_draw_every_panel_a_real_run_logs(tmp_path):
+    """The fixture run is a real tiny run: every panel's keys are in its rows, so none is drawn from nothing."""
+    rows = read_metrics(discover([FIXTURES]).runs[0])
+    logged = {k for r in rows for k in r}
+    assert [k for _, keys in PANELS for k, _ in keys if k not in logged] == []
+    path = plot_curves(rows, tmp_path / "curves.png", "fixture")
+    from matplotlib.image import imread
+
+    height, width = imread(path).shape[:2]
+    rows_of_panels = -(-len(PANELS) // 4)
+    assert rows_of_panels >= 3 and height > 0.8 * 2.7 * 110 * rows_of_panels and width > 1400
+    assert plot_curves([], tmp_path / "none.png") is None

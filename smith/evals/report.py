@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smith.curves import STYLES, plot_curves, read_metrics, series
 from smith.evals.common import markdown_table
 from smith.pool import POOL_FILE, checkpoints
 
@@ -55,25 +56,6 @@ def discover(dirs: Iterable[str | Path]) -> Found:
     return found
 
 
-def read_metrics(run: Path) -> list[dict[str, Any]]:
-    """metrics.jsonl rows that carry a step (a torn last line from a killed run is skipped)."""
-    rows = []
-    for line in (run / "metrics.jsonl").read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("step"), int | float):
-            rows.append(row)
-    return sorted(rows, key=lambda r: r["step"])
-
-
-def series(rows: list[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
-    """(steps, values) of one metric, where the row has a number for it."""
-    pts = [(float(r["step"]), float(r[key])) for r in rows if isinstance(r.get(key), int | float)]
-    return [s for s, _ in pts], [v for _, v in pts]
-
-
 def pool_growth(run: Path, rows: list[dict[str, Any]]) -> dict[str, tuple[list[float], list[float]]]:
     """Pool size per category per step: from metrics.jsonl's pool/size/<category>, else from the pools saved
     in the run's checkpoints (checkpoint-<step>/tool_pool.json)."""
@@ -105,37 +87,15 @@ def _plt():
     return plt
 
 
-def plot_curves(rows: list[dict[str, Any]], title: str, path: Path) -> Path | None:
-    """Training curves: one panel per reward axis (`rewards/<axis>/mean`), plus `use/correct` when logged."""
-    keys = sorted({k for r in rows for k in r if _AXIS.match(k)})
-    keys += [k for k in ("use/correct",) if any(k in r for r in rows)]
-    if not keys:
-        return None
-    from matplotlib.ticker import MaxNLocator
-
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 2.8), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
-        steps, values = series(rows, key)
-        ax.plot(steps, values, marker="o", ms=3)
-        ax.set_title(key, fontsize=9)
-        ax.set_xlabel("step")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def plot_pool(growth: dict[str, tuple[list[float], list[float]]], title: str, path: Path) -> Path | None:
     """Pool growth: tools in the pool per category against the training step."""
     if not growth:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
-    for cat, (steps, values) in sorted(growth.items()):
-        ax.plot(steps, values, marker="o", ms=3, label=cat)
+    for i, (cat, (steps, values)) in enumerate(sorted(growth.items())):  # categories often grow alike
+        line, marker = STYLES[i % len(STYLES)]
+        ax.plot(steps, values, ls=line, marker=marker, ms=4 - 0.5 * (i % len(STYLES)), alpha=0.85, label=cat)
     from matplotlib.ticker import MaxNLocator
 
     ax.set_xlabel("step")
@@ -229,8 +189,9 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
         for key in ("use/correct", "pool/size"):
             if key in last:
                 table[key] = last[key]
-        md += [f"Last logged step of {len(rows)}:", "", markdown_table([table], list(table)), ""]
-        curves = plot_curves(rows, f"{run.name}: reward axes", out / f"curves-{name}.png")
+        md += [f"Step {last['step']}, the last of {len(rows)} logged steps:", "",
+               markdown_table([table], list(table)), ""]
+        curves = plot_curves(rows, out / f"curves-{name}.png", run.name)
         if curves:
             md += [f"![training curves]({curves.name})", ""]
         pool = plot_pool(pool_growth(run, rows), f"{run.name}: pool growth", out / f"pool-{name}.png")
