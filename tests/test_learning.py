@@ -82,3 +82,14 @@ def test_main_job_prints_a_line_per_step_a_summary_and_curves(warm_model_dir, tm
     run = tmp_path / "run"
     assert (run / "curves.png").stat().st_size > 10_000 and (run / "checkpoint-2" / "adapter_config.json").exists()
     assert len(read_metrics(run)) == 2
+    # the final adapter loads with plain PEFT from another working directory, without smith
+    load = ("import sys; from peft import AutoPeftModelForCausalLM; "
+            "m = AutoPeftModelForCausalLM.from_pretrained(sys.argv[1]); print(sorted(m.peft_config), m.active_adapter)")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    res = subprocess.run([sys.executable, "-c", load, str(run)], cwd=other, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": ""})
+    assert res.returncode == 0 and res.stdout.split() == ["['default']", "default"], res.stderr[-2000:]
+    card = (run / "README.md").read_text()
+    assert "library_name: peft" in card and str(warm_model_dir.resolve()) in card and "2 steps" in card
+    assert "before -> after" in card and (run / "tokenizer_config.json").exists()

@@ -43,7 +43,7 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
         from smith.models.tiny import build_tiny_model
 
         with PartialState().main_process_first():
-            path = str(build_tiny_model(cfg.model.tiny_dir)[0])
+            path = str(build_tiny_model(cfg.model.tiny_dir)[0].resolve())
     elif name == "tiny-warm":
         from smith.train.warm import build_warm_model
 
@@ -52,6 +52,8 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
                 path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
             except ValueError as e:
                 raise ConfigError(f"model.warm_dir: {e}") from None
+    elif Path(name).is_dir():  # adapters name their base by this path: absolute, so they load from anywhere
+        path = str(Path(name).resolve())
     dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
@@ -66,6 +68,35 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
             if f".{EVALUATOR_ADAPTER}." in n:
                 p.requires_grad_(False)
     return model, tok, path
+
+
+def save_final(trainer: Any, tok: Any, run_dir: Path, cfg: DictConfig, base: str) -> None:
+    """The policy adapter (not the evaluator copy) and tokenizer at the run root, with a model card, so that
+    `AutoPeftModelForCausalLM.from_pretrained(run_dir)` works from any directory. Every rank gathers (ZeRO-3)."""
+    from smith.curves import read_metrics
+    from smith.train.progress import summary
+
+    weights = trainer.accelerator.get_state_dict(trainer.model)
+    if not trainer.accelerator.is_main_process:
+        return
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    model.save_pretrained(run_dir, state_dict=weights, selected_adapters=["default"])
+    tok.save_pretrained(run_dir)
+    rows = read_metrics(run_dir)
+    meta = ["---", "library_name: peft", "tags: [smith, trl, grpo, dapo, lora, tool-making]"]
+    if not Path(base).is_absolute():
+        meta.append(f"base_model: {base}")
+    card = [*meta, "---", "", f"# {run_dir.name}", "",
+            f"A LoRA adapter trained with smith (SMITH: build and use tools, DAPO) on `{base}`, recipe "
+            f"`{cfg.name}`, {trainer.state.global_step} steps, seed {cfg.seed}; "
+            f"{len(rows)} logged steps in `metrics.jsonl`, the run's config in `config.yaml`.", "",
+            "```python", "from peft import AutoPeftModelForCausalLM", "",
+            f'model = AutoPeftModelForCausalLM.from_pretrained("{run_dir.name}")', "```", ""]
+    if rows:
+        card += ["Rewards per axis:", "", "```", summary(rows), "```", ""]
+    card.append(f"Tool pool: `tool_pool.json` (`smith export-pool {run_dir.name} --format openai --out tools.json` "
+                "writes it as OpenAI tools).")
+    (run_dir / "README.md").write_text("\n".join(card) + "\n")
 
 
 def make_sandbox(cfg: DictConfig) -> tuple[Any, Any]:
@@ -290,9 +321,11 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
             restore(session, model, ckpt, state.process_index)
             print(f"resuming {run_dir} from {ckpt.name} (pool of {len(pool)} tools)")
         trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+        save_final(trainer, tok, run_dir, cfg, model_path)
         if state.is_main_process:
             pool.save(run_dir / "tool_pool.json")
     if state.is_main_process:
         print(f"smith: trained {cfg.name} for {trainer.state.global_step} steps; run directory: {run_dir} "
-              f"(adapter checkpoints, tool_pool.json with {len(pool)} tools, metrics.jsonl)")
+              f"(final adapter and tokenizer with a model card README.md, checkpoints, tool_pool.json with {len(pool)} "
+              "tools, metrics.jsonl, curves.png)")
     return run_dir
