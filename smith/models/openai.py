@@ -31,7 +31,7 @@ from smith.models.base import Generation, Message, SamplingParams, Tool, parse_t
 
 _TOOL_BLOCK = re.compile(r"\s*<tool_call>.*?(?:</tool_call>|$)", re.S)
 _NO_KEY = "no-key"  # the placeholder; never sent (see the module docstring)
-# the statuses the SDK retries (its README, "Retries"): others fail at the first answer
+# the statuses the SDK retries besides 5xx (its README, "Retries"); other 4xx fail at the first answer
 _RETRIED_STATUS = frozenset({408, 409, 429})
 
 
