@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -17,11 +18,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from smith.errors import ConfigError
 from smith.models.base import ChatBackend, SamplingParams, parse_tool_calls
 from smith.models.hf import HFBackend
-from smith.models.openai import OpenAIBackend, OpenAIBackendError, to_openai_messages
+from smith.models.openai import OpenAIBackend, OpenAIBackendError, check_endpoint, to_openai_messages
 from smith.models.scripted import ScriptedBackend
 from smith.models.serve import running, running_app
+
+from .conftest import models_endpoint
 
 TOOLS = [{"type": "function", "function": {
     "name": "count_bits", "description": "Counts the 1 bits of a number.",
@@ -120,11 +124,13 @@ class ScriptedServer:
         self.script = list(script)
         self.requests: list[dict] = []
         self.headers: list[dict] = []
+        self.times: list[float] = []
         self.in_flight = self.max_in_flight = 0
 
     async def handle(self, request: Request) -> JSONResponse:
         self.requests.append(await request.json())
         self.headers.append(dict(request.headers))
+        self.times.append(time.monotonic())
         status, body, delay, headers = (self.script.pop(0) if self.script else (200, reply(), 0, {}))
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -148,17 +154,21 @@ def serve(script):
 
 
 def test_retries_on_500_and_429_then_succeeds():
-    server, ctx = serve([step(500, {"error": "boom"}), step(429, {"error": "slow down"}, headers={"Retry-After": "0"}),
-                        step(body=reply("fine", prompt=11, completion=5))])
-    with ctx as root, OpenAIBackend(root + "/v1", "m", backoff_s=0.01) as client:
+    """The SDK retries (its retry counter on each request), waits what `Retry-After` says, and the meter counts it."""
+    server, ctx = serve([step(500, {"error": "boom"}), step(429, {"error": "slow down"}, headers={"Retry-After": "1"}),
+                        step(409, {"error": "busy"}), step(body=reply("fine", prompt=11, completion=5))])
+    with ctx as root, OpenAIBackend(root + "/v1", "m") as client:
         g = client.chat([[{"role": "user", "content": "hi"}]])[0]
     assert g.text == "fine" and (g.prompt_tokens, g.completion_tokens) == (11, 5)
-    assert len(server.requests) == 3 and client.meter.retries == 2 and client.meter.requests == 1
+    assert len(server.requests) == 4 and client.meter.retries == 3 and client.meter.requests == 1
+    assert [h["x-stainless-retry-count"] for h in server.headers] == ["0", "1", "2", "3"]
+    assert server.times[1] - server.times[0] < 0.9  # exponential backoff starts at 0.5 s (less jitter)
+    assert server.times[2] - server.times[1] >= 0.95  # Retry-After: 1
 
 
 def test_gives_up_after_max_retries_and_does_not_retry_4xx():
     server, ctx = serve([step(503, {"error": "down"})] * 3 + [step(400, {"error": "bad tools"})])
-    with ctx as root, OpenAIBackend(root + "/v1", "m", max_retries=2, backoff_s=0.01) as client:
+    with ctx as root, OpenAIBackend(root + "/v1", "m", max_retries=2) as client:
         with pytest.raises(OpenAIBackendError, match=r"after 3 attempts; last error: HTTP 503"):
             client.chat([[{"role": "user", "content": "hi"}]])
         assert len(server.requests) == 3
@@ -169,7 +179,7 @@ def test_gives_up_after_max_retries_and_does_not_retry_4xx():
 
 def test_timeouts_are_retried():
     server, ctx = serve([step(delay=1.0), step(body=reply("second try"))] + [step(delay=1.0)] * 2)
-    with ctx as root, OpenAIBackend(root + "/v1", "m", timeout_s=0.3, max_retries=1, backoff_s=0.01) as client:
+    with ctx as root, OpenAIBackend(root + "/v1", "m", timeout_s=0.3, max_retries=1) as client:
         assert client.chat([[{"role": "user", "content": "hi"}]])[0].text == "second try"
         assert len(server.requests) == 2
         with pytest.raises(OpenAIBackendError, match=r"after 2 attempts; last error: timed out after 0.3s"):
@@ -180,7 +190,7 @@ def test_connection_refused_is_a_clear_error():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with OpenAIBackend(f"http://127.0.0.1:{port}/v1", "m", max_retries=1, backoff_s=0.01) as client, \
+    with OpenAIBackend(f"http://127.0.0.1:{port}/v1", "m", max_retries=1) as client, \
             pytest.raises(OpenAIBackendError, match="ConnectError"):
         client.chat([[{"role": "user", "content": "hi"}]])
 
@@ -248,6 +258,12 @@ def test_api_key_explicit_then_env_fallback(monkeypatch):
                 client.chat([[{"role": "user", "content": "hi"}]])
     auth = [h.get("authorization") for h in server.headers]
     assert auth == ["Bearer explicit", "Bearer from-env", None]
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")  # the SDK's own variables apply as it documents them
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # ... but the URL is always the SPEC's
+    server, ctx = serve([])
+    with ctx as root, OpenAIBackend(root + "/v1", "m") as client:
+        client.chat([[{"role": "user", "content": "hi"}]])
+    assert server.headers[0]["openai-organization"] == "org-1" and "authorization" not in server.headers[0]
 
 
 def test_tools_length_must_match():
@@ -264,8 +280,9 @@ def test_serve_cli_in_a_subprocess(tiny_model_dir):
         line = proc.stdout.readline()
         assert line.startswith("serving tiny as 'tiny' at http://127.0.0.1:"), (line, proc.stderr.read())
         url = line.rsplit(" at ", 1)[1].strip()
-        # the socket is bound before uvicorn listens: early connection refusals are retried
-        with OpenAIBackend(url, "tiny", max_retries=40, backoff_s=0.05, max_backoff_s=0.5) as client:
+        # the socket is bound before uvicorn listens: early connection refusals are retried (the SDK backs off
+        # 0.5 s, 1 s, 2 s, ... up to 8 s)
+        with OpenAIBackend(url, "tiny", max_retries=10) as client:
             g = client.chat([[{"role": "user", "content": "hi"}]], None, SamplingParams(5, 0.0))[0]
         assert 1 <= g.completion_tokens <= 5 and g.prompt_tokens > 0
     finally:
@@ -274,3 +291,13 @@ def test_serve_cli_in_a_subprocess(tiny_model_dir):
     # uvicorn shuts down gracefully, then re-raises the signal it caught
     assert proc.returncode in (0, -signal.SIGTERM)
     assert "Traceback" not in proc.stderr.read()
+
+
+def test_check_endpoint_accepts_a_served_model_and_refuses_in_one_line():
+    """`check_endpoint` (the start-up check of every openai: SPEC) asks GET /models through the SDK."""
+    with models_endpoint("tiny") as url:
+        check_endpoint(url, "tiny", "model")
+        with pytest.raises(ConfigError, match=r"^model endpoint .* serves \['tiny'\], not model=openai:x#other$"):
+            check_endpoint(url, "other", "model", model_label="model=openai:x#other")
+        with pytest.raises(ConfigError, match=r"^judge endpoint .*/v2/models is not answering \(HTTP 404: .*; start"):
+            check_endpoint(url.replace("/v1", "/v2"), "tiny", "judge")

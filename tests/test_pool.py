@@ -9,7 +9,8 @@ import random
 import pytest
 
 from smith.pool import PoolEntry, PoolFileError, ToolPool, menu_names
-from smith.pool.export import export, load_openai_export
+from smith.pool.export import export, load_openai_export, to_openai
+from smith.pool.mcp_server import input_schema
 
 SCHEMA = {"name": "solve", "description": "d", "parameters": {"type": "object", "properties": {
     "question": {"type": "string"}}, "required": ["question"]}}
@@ -122,16 +123,67 @@ def test_load_from_run_dir_picks_newest_checkpoint(tmp_path):
     assert len(ToolPool.load(tmp_path)) == 2
 
 
-def test_export_round_trips(tmp_path):
+# OpenAI's function-tool format (platform.openai.com/docs/api-reference/chat/create, `tools`), written out
+# here so the export is checked against the documented shape, not against smith's own idea of it
+OPENAI_TOOL = {
+    "type": "object",
+    "required": ["type", "function"],
+    "additionalProperties": False,
+    "properties": {
+        "type": {"const": "function"},
+        "function": {
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+                "description": {"type": "string"},
+                "parameters": {"type": "object"},
+                "strict": {"type": ["boolean", "null"]},
+            },
+        },
+    },
+}
+
+
+def test_openai_export_is_strict_tools_plus_a_sidecar(tmp_path):
+    """`--format openai` writes nothing but {type, function} per tool (strict endpoints reject other keys);
+    code, callable, category and rewards go to `<out>.smith.json`, and the two rebuild the pool."""
+    from jsonschema import Draft202012Validator
+
+    from smith.cli import main
+
+    pool = ToolPool(cap_per_category=3, groups={"gcd": "Arithmetic"})
+    pool.admit(entry("gcd", "return 'g'", r_eval=0.5, r_judge=0.8, step=4))
+    pool.admit(entry("lcm", "return 'l'", r_eval=0.75))  # same function name: exported under a distinct one
+    long_name = "ŝolve_" + "x" * 70  # a Python identifier OpenAI would refuse as a name
+    pool.admit(entry("maze", "return 'm'", r_eval=1.0, name=long_name))
+    pool.admit(PoolEntry("ab", "def solve(question: str) -> str:\n    return 'a'\n",
+                         {**SCHEMA, "returns": {"type": "string"}}, "solve", 0.25))  # a key OpenAI does not know
+    main(["export-pool", str(pool.save(tmp_path / "run")), "--format", "openai", "--out", str(tmp_path / "tools.json")])
+    tools = json.loads((tmp_path / "tools.json").read_text())
+    for tool in tools:
+        Draft202012Validator(OPENAI_TOOL).validate(tool)
+    names = [t["function"]["name"] for t in tools]
+    assert names == ["solve", "solve_2", "solve_3", "_olve_" + "x" * 42] and len(set(names)) == 4
+    meta = json.loads((tmp_path / "tools.json.smith.json").read_text())
+    assert sorted(meta["tools"]) == sorted(names)
+    assert meta["tools"]["solve_2"] == {"callable": "solve", "category": "gcd", "code": entry("gcd", "return 'g'").code,
+                                        "r_eval": 0.5, "r_judge": 0.8, "step": 4, "source_run": "", "meta": {}}
+    assert meta["tools"][names[3]]["callable"] == long_name
+    again = load_openai_export(tmp_path / "tools.json")
+    assert again.to_json()["entries"] == [{**e, "schema": {k: v for k, v in e["schema"].items() if k != "returns"}}
+                                          for e in pool.to_json()["entries"]]
+    assert (again.cap, again.groups) == (3, {"gcd": "Arithmetic"})
+    (tmp_path / "tools.json.smith.json").rename(tmp_path / "elsewhere.json")
+    with pytest.raises(FileNotFoundError, match=r"no smith sidecar tools.json.smith.json"):
+        load_openai_export(tmp_path / "tools.json")
+
+
+def test_jsonl_and_python_exports(tmp_path):
     pool = ToolPool()
     pool.admit(entry("gcd", "return 'g'", r_eval=0.5))
-    pool.admit(entry("lcm", "return 'l'", r_eval=0.75))  # same function name: exported under a distinct one
-    out = export(pool, "openai", tmp_path / "tools.json")
-    tools = json.loads(out.read_text())
-    assert [t["type"] for t in tools] == ["function", "function"]
-    assert len({t["function"]["name"] for t in tools}) == 2
-    again = load_openai_export(out)
-    assert sorted(e.r_eval for e in again) == [0.5, 0.75]
+    pool.admit(entry("lcm", "return 'l'", r_eval=0.75))
     lines = export(pool, "jsonl", tmp_path / "tools.jsonl").read_text().splitlines()
     assert [json.loads(x)["category"] for x in lines] == ["gcd", "lcm"]
     mod_path = export(pool, "python", tmp_path / "tools_mod.py")
@@ -163,15 +215,27 @@ def test_serve_pool_over_mcp_stdio(tmp_path):
             ok = await client.call_tool(listed[1].name, {"question": "Spell this word backward: smith"})
             bad = await client.call_tool(listed[0].name, {"question": "x"})
             missing = await client.call_tool("nope", {})
-            return listed, ok, bad, missing
+            invalid = [await client.call_tool(listed[1].name, args)
+                       for args in ({}, {"question": 12}, {"question": "x", "verbose": True})]
+            return listed, ok, bad, missing, invalid
 
-    listed, ok, bad, missing = anyio.run(session)
+    listed, ok, bad, missing, invalid = anyio.run(session)
     assert sorted(t.name for t in listed) == ["solve", "solve_2"]
     assert {t.description for t in listed} == {"tool for lcm", "tool for spell_backward"}
     assert listed[0].input_schema["required"] == ["question"]
     assert not ok.is_error and ok.content[0].text == "htims"
     assert bad.is_error and "ValueError" in bad.content[0].text and "broken tool" in bad.content[0].text
     assert missing.is_error and "unknown tool" in missing.content[0].text
+    # arguments are checked against the tool's schema before it runs: the error names the argument
+    assert all(r.is_error for r in invalid)
+    assert [r.content[0].text for r in invalid] == [
+        "invalid arguments for solve_2: 'question' is a required property",
+        "invalid arguments for solve_2: argument 'question': 12 is not of type 'string'",
+        "invalid arguments for solve_2: Additional properties are not allowed ('verbose' was unexpected)",
+    ]
+    assert listed[1].input_schema["additionalProperties"] is False
+    assert input_schema({"type": "object", "additionalProperties": True})["additionalProperties"] is True
+    assert [t.name for t in listed] == [t["function"]["name"] for t in to_openai(pool)]  # the export's names
 
 
 def test_serve_pool_retrieve_exposes_search(tmp_path):
@@ -199,4 +263,5 @@ def test_serve_pool_retrieve_exposes_search(tmp_path):
     names, hit, bad = anyio.run(session)
     assert "search_tools" in names and "lcm_tool" in names
     assert json.loads(hit.content[0].text) == [{"name": "lcm_tool", "description": "least common multiple of integers"}]
-    assert bad.is_error and "k must be between" in bad.content[0].text
+    assert bad.is_error and bad.content[0].text == ("invalid arguments for search_tools: argument 'k': 99 is "
+                                                    "greater than the maximum of 10")

@@ -1,10 +1,15 @@
 """`openai`: any OpenAI-compatible chat endpoint (a vLLM server, `transformers serve`, smith's own
-`smith.models.serve`, a hosted judge) behind the same ChatBackend interface.
+`smith.models.serve`, a hosted judge) behind the same ChatBackend interface, through the `openai` SDK.
 
 Replies with structured `tool_calls` are turned back into Qwen3 `<tool_call>` text so every caller parses
 tool calls one way (`parse_tool_calls`); outgoing transcripts that carry `<tool_call>` text are turned into
-structured `tool_calls` with ids, as strict endpoints require. Requests of one batch run concurrently;
-429, 5xx, timeouts and connection errors are retried with exponential backoff; `meter` sums `usage`.
+structured `tool_calls` with ids, as strict endpoints require. Requests of one batch run concurrently (the
+SDK client is synchronous, so a thread pool); timeouts and retries are the SDK's own (429, 408, 409, 5xx,
+timeouts and connection errors, exponential backoff with jitter, `Retry-After` honoured); `meter` sums
+`usage` and counts the SDK's retries from its `x-stainless-retry-count` request header.
+
+Local servers take no API key but the SDK insists on one, so without a key the client gets a placeholder and
+every request omits the `Authorization` header (`openai.omit`).
 """
 
 from __future__ import annotations
@@ -12,20 +17,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import re
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import openai
+from openai.types.chat import ChatCompletion
 
 from smith.errors import ConfigError
 from smith.models.base import Generation, Message, SamplingParams, Tool, parse_tool_calls, tool_lists
 
 _TOOL_BLOCK = re.compile(r"\s*<tool_call>.*?(?:</tool_call>|$)", re.S)
+_NO_KEY = "no-key"  # the placeholder; never sent (see the module docstring)
+# the statuses the SDK retries besides 5xx (its README, "Retries"); other 4xx fail at the first answer
+_RETRIED_STATUS = frozenset({408, 409, 429})
 
 
 class OpenAIBackendError(RuntimeError):
@@ -107,28 +114,47 @@ def _structured(tc: dict[str, Any], index: int) -> dict[str, Any]:
             "function": {"name": fn["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
 
 
+def _client(base_url: str, api_key: str | None, **kwargs: Any) -> tuple[openai.OpenAI, dict[str, Any]]:
+    """An SDK client for `base_url` and the headers each request adds: `api_key`, else OPENAI_API_KEY, else none."""
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    client = openai.OpenAI(base_url=base_url, api_key=key or _NO_KEY, **kwargs)
+    return client, ({} if key else {"Authorization": openai.omit})
+
+
+def _attempts(e: openai.APIError) -> int:
+    """How many times the SDK sent the request that failed (its retry counter rides on the request)."""
+    return int(e.request.headers.get("x-stainless-retry-count", "0")) + 1
+
+
 def check_endpoint(base_url: str, model: str, what: str, model_label: str | None = None,
                    api_key: str | None = None, hint: str = "start it first") -> None:
     """Refuse, in one line, an endpoint that does not answer `GET <base_url>/models` or does not serve `model`,
     so a run stops at start-up instead of after its retries, minutes in. `what` names the setting in the
     message, `model_label` how the model was given (default: the id itself)."""
     url = f"{base_url.rstrip('/')}/models"
-    key = api_key or os.environ.get("OPENAI_API_KEY")
+    client, headers = _client(base_url, api_key, timeout=10, max_retries=0)
     try:
-        reply = httpx.get(url, timeout=10, headers={"Authorization": f"Bearer {key}"} if key else {})
-        served = [m["id"] for m in reply.raise_for_status().json()["data"]]
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+        with client:
+            served = [m.id for m in client.models.list(extra_headers=headers).data]
+    except openai.APIConnectionError as e:
+        cause = e.__cause__ or e
+        raise ConfigError(f"{what} endpoint {url} is not answering ({type(cause).__name__}: {cause}); "
+                          f"{hint}") from None
+    except openai.APIStatusError as e:
+        raise ConfigError(f"{what} endpoint {url} is not answering (HTTP {e.status_code}: {e.response.text[:200]}); "
+                          f"{hint}") from None
+    except (openai.APIError, AttributeError, TypeError) as e:  # an answer that is not a model list
         raise ConfigError(f"{what} endpoint {url} is not answering ({type(e).__name__}: {e}); {hint}") from None
     if model not in served:
         raise ConfigError(f"{what} endpoint {base_url} serves {served}, not {model_label or model}")
 
 
 class OpenAIBackend:
-    """ChatBackend over `POST {base_url}/chat/completions`.
+    """ChatBackend over `POST {base_url}/chat/completions` (the SDK's `chat.completions.create`).
 
-    `api_key`: explicit, else the OPENAI_API_KEY environment variable (the one documented fallback), else
-    none (local servers need none). `seed` s becomes s + i for conversation i so a batch of identical
-    prompts (a GRPO group) still gives different samples, as vLLM seeds per request.
+    `api_key`: explicit, else the OPENAI_API_KEY environment variable, else none (local servers need none).
+    `max_retries` and `timeout_s` go to the SDK. `seed` s becomes s + i for conversation i so a batch of
+    identical prompts (a GRPO group) still gives different samples, as vLLM seeds per request.
     """
 
     def __init__(
@@ -138,8 +164,6 @@ class OpenAIBackend:
         api_key: str | None = None,
         timeout_s: float = 120.0,
         max_retries: int = 4,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 30.0,
         concurrency: int = 8,
         logprobs: bool = False,
         extra_body: dict[str, Any] | None = None,
@@ -150,17 +174,17 @@ class OpenAIBackend:
         self.name = name or f"openai:{self.base_url}#{model}"
         self.timeout_s = timeout_s
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
         self.logprobs = logprobs
         self.extra_body = dict(extra_body or {})
         self.meter = TokenMeter()
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers,
-                                    limits=httpx.Limits(max_connections=concurrency))
+        http = openai.DefaultHttpxClient(event_hooks={"request": [self._on_request]})
+        self._client, self._headers = _client(self.base_url, api_key, timeout=timeout_s, max_retries=max_retries,
+                                              http_client=http)
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai")
-        self._rng = random.Random()
+
+    def _on_request(self, request: Any) -> None:  # an httpx request, before it is sent
+        if request.headers.get("x-stainless-retry-count", "0") != "0":
+            self.meter.retried()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -198,10 +222,10 @@ class OpenAIBackend:
             body["tools"] = tools
         if self.logprobs:
             body["logprobs"] = True
-        return {**body, **self.extra_body}
+        return body
 
     def _complete(self, body: dict[str, Any]) -> OpenAIGeneration:
-        reply = self._post("/chat/completions", body)
+        reply = self._create(body)
         try:
             choice = reply["choices"][0]
             message = choice["message"]
@@ -224,41 +248,28 @@ class OpenAIBackend:
             tool_calls=tool_calls,
         )
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        url = self.base_url + path
-        last, retry_after = "", None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self.meter.retried()
-                time.sleep(self._delay(attempt, retry_after))
-            retry_after = None
-            try:
-                response = self._client.post(url, json=body)
-            except httpx.TimeoutException:
-                last = f"timed out after {self.timeout_s:g}s"
-                continue
-            except httpx.TransportError as e:
-                last = f"{type(e).__name__}: {e}"
-                continue
-            if response.status_code == 429 or response.status_code >= 500:
-                last = f"HTTP {response.status_code}: {response.text[:200]}"
-                retry_after = response.headers.get("retry-after")
-                continue
-            if response.status_code >= 400:
-                raise OpenAIBackendError(f"POST {url} -> HTTP {response.status_code}: {response.text[:300]} "
-                                         "(check the model name, the request and the API key)")
-            try:
-                return response.json()
-            except ValueError:
-                raise OpenAIBackendError(f"POST {url} answered non-JSON: {response.text[:200]!r}") from None
-        raise OpenAIBackendError(f"POST {url} failed after {self.max_retries + 1} attempts; last error: {last}")
-
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        """Retry-After if the server sent seconds, else exponential backoff with jitter; capped."""
-        if retry_after is not None:
-            try:
-                return min(self.max_backoff_s, max(0.0, float(retry_after)))
-            except ValueError:
-                pass
-        base = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
-        return base * (0.5 + 0.5 * self._rng.random())
+    def _create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One completion as the JSON the endpoint sent; every SDK failure becomes one OpenAIBackendError."""
+        url = f"{self.base_url}/chat/completions"
+        try:
+            completion = self._client.chat.completions.create(**body, extra_body=self.extra_body or None,
+                                                              extra_headers=self._headers)
+        except openai.APITimeoutError as e:
+            raise OpenAIBackendError(f"POST {url} failed after {_attempts(e)} attempts; last error: timed out "
+                                     f"after {self.timeout_s:g}s") from None
+        except openai.APIConnectionError as e:
+            cause = e.__cause__ or e
+            raise OpenAIBackendError(f"POST {url} failed after {_attempts(e)} attempts; last error: "
+                                     f"{type(cause).__name__}: {cause}") from None
+        except openai.APIStatusError as e:
+            status, text = e.status_code, e.response.text
+            if status in _RETRIED_STATUS or status >= 500:
+                raise OpenAIBackendError(f"POST {url} failed after {_attempts(e)} attempts; last error: "
+                                         f"HTTP {status}: {text[:200]}") from None
+            raise OpenAIBackendError(f"POST {url} -> HTTP {status}: {text[:300]} "
+                                     "(check the model name, the request and the API key)") from None
+        except openai.APIError as e:
+            raise OpenAIBackendError(f"POST {url}: {type(e).__name__}: {e}") from None
+        if not isinstance(completion, ChatCompletion):  # the SDK hands back a body that is no JSON object as is
+            raise OpenAIBackendError(f"POST {url} answered {str(completion)[:200]!r}, not a chat completion")
+        return completion.to_dict()

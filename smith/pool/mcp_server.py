@@ -1,7 +1,11 @@
 """`smith serve-pool`: every pooled tool served over MCP (stdio), each call executed in the sandbox.
 
 The pool's tools keep their own JSON schemas, so this uses the MCP low-level server (the high-level
-MCPServer derives schemas from Python signatures, which written tools do not have in this process).
+MCPServer derives schemas from Python signatures, which written tools do not have in this process). The
+low-level server does not check arguments, so each call is validated against its tool's schema here
+(jsonschema) before anything runs: a bad call gets an error naming the argument, not the tool's TypeError.
+A tool's schema refuses arguments it does not declare unless it says otherwise (`additionalProperties`):
+the written function would fail on them.
 """
 
 from __future__ import annotations
@@ -10,10 +14,13 @@ import argparse
 import json
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 from mcp import types
 from mcp.server.lowlevel import Server
 
-from smith.pool.export import unique_names
+from smith.pool.export import export_names
 from smith.pool.pool import PoolEntry, ToolPool
 
 
@@ -21,18 +28,42 @@ def _text(s: str, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=s)], is_error=error)
 
 
+def input_schema(parameters: dict[str, Any] | None) -> dict[str, Any]:
+    """The schema served and enforced for a tool's arguments: its `parameters`, closed to undeclared ones."""
+    return {"additionalProperties": False, **(parameters or {"type": "object", "properties": {}})}
+
+
+def _validator(schema: dict[str, Any]) -> Validator:
+    return validator_for(schema, default=Draft202012Validator)(schema)
+
+
+def argument_errors(validator: Validator, arguments: dict[str, Any]) -> str | None:
+    """None if `arguments` fit the schema, else every violation in one line, each naming its argument."""
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+    lines = []
+    for e in errors:
+        where = ".".join(str(p) for p in e.absolute_path)
+        message = e.message if len(e.message) <= 200 else e.message[:200] + "..."
+        lines.append(f"argument '{where}': {message}" if where else message)
+    return "; ".join(lines)
+
+
 def build_server(pool: ToolPool, sandbox: Any, limits: Any = None, search: Any = None) -> Server:
     """An MCP server over `pool`. `search` (a `smith.pool.retrieval.PoolSearch`) adds its search tool."""
     entries = list(pool)
-    by_name: dict[str, PoolEntry] = dict(zip(unique_names(entries), entries, strict=True))
+    by_name: dict[str, PoolEntry] = dict(zip(export_names(entries), entries, strict=True))
     tools = [
         types.Tool(name=name, description=e.description or f"{e.category} tool",
-                   input_schema=e.schema.get("parameters") or {"type": "object", "properties": {}})
+                   input_schema=input_schema(e.schema.get("parameters")))
         for name, e in by_name.items()
     ]
     if search is not None:
         fn = search.spec["function"]
-        tools.append(types.Tool(name=fn["name"], description=fn["description"], input_schema=fn["parameters"]))
+        tools.append(types.Tool(name=fn["name"], description=fn["description"],
+                                input_schema=input_schema(fn["parameters"])))
+    validators = {t.name: _validator(t.input_schema) for t in tools}
     names_of = {id(e): n for n, e in by_name.items()}
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:  # noqa: ANN001
@@ -40,15 +71,15 @@ def build_server(pool: ToolPool, sandbox: Any, limits: Any = None, search: Any =
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:  # noqa: ANN001
         args = dict(params.arguments or {})
-        if search is not None and params.name == search.name:
-            try:
-                hits = search(str(args.get("query", "")), args.get("k"))
-            except (TypeError, ValueError) as e:
-                return _text(f"error: {e}", error=True)
-            return _text(json.dumps([{"name": names_of[id(e)], "description": e.description} for e in hits]))
-        entry = by_name.get(params.name)
-        if entry is None:
+        if params.name not in validators:
             return _text(f"unknown tool '{params.name}'", error=True)
+        bad = argument_errors(validators[params.name], args)
+        if bad:
+            return _text(f"invalid arguments for {params.name}: {bad}", error=True)
+        if search is not None and params.name == search.name:
+            hits = search(args["query"], args.get("k"))
+            return _text(json.dumps([{"name": names_of[id(e)], "description": e.description} for e in hits]))
+        entry = by_name[params.name]
         import anyio
 
         result = (await anyio.to_thread.run_sync(lambda: sandbox.run(entry.code, entry.function_name, [args],

@@ -1,7 +1,7 @@
 """Query sets for the bor suite: a registry of tool documents, queries with their relevant tools, splits.
 
 (a) `smith`: questions from the task catalog (hard band); the right tools are the pool's tools of the
-    question's category. With `pool=PATH` the tools are a trained or exported smith pool; without it,
+    question's category. With `pool=PATH` the tools are a smith pool (file or run); without it,
     one tool per catalog category described by its reasoning-gym dataset's own docstring (reported as
     `pool_source: rg-docstrings`). Registries of any size are grown with distractor tools: the other
     reasoning-gym datasets (same source, near topics) and documented Python standard-library functions

@@ -5,8 +5,8 @@
 
 Modes: `cot` answers directly (the Standard CoT baseline); `build_use` has the writer (default: the model
 itself) build one tool per category from 4 easy examples and the model use it on the held-out hard
-questions; `pool` uses the tools of an exported pool or run directory, building one only for a category
-the pool lacks. `suite.writer=SPEC` makes writer and user different models (tool transfer across scale).
+questions; `pool` uses the tools of a pool file (`tool_pool.json`) or run directory, building one only for a
+category the pool lacks. `suite.writer=SPEC` makes writer and user different models (tool transfer across scale).
 
 Writes D/run.json (what was run), D/tools.jsonl (one tool per category), D/episodes.jsonl (one row per
 question; a rerun into the same D skips the questions already there), D/summary.json, D/results.md and
