@@ -47,11 +47,15 @@ def pilot_plan(difficulties: list[int], reps: int, budget: int, max_turns: int, 
             for d in difficulties for r in range(reps if limit is None else min(reps, limit))]
 
 
-def error_row(agent: Agent, ep: Episode, error: BaseException) -> dict:
-    """What a failed rollout leaves in the log: its cell and the error, inner errors of a group spelled out."""
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors inside (nested) exception groups, which the mcp client's task group wraps them in."""
     inner = getattr(error, "exceptions", None)
-    text = (f"{type(error).__name__}(" + "; ".join(f"{type(e).__name__}: {e}" for e in inner) + ")"
-            if inner else f"{type(error).__name__}: {error}")
+    return [leaf for e in inner for leaf in _leaves(e)] if inner else [error]
+
+
+def error_row(agent: Agent, ep: Episode, error: BaseException) -> dict:
+    """What a failed rollout leaves in the log: its cell and the error, the inner errors of a group spelled out."""
+    text = "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(error))
     return {"key": ep.key(agent.name), "condition": ep.condition, "model": agent.name, "n": ep.tools,
             "difficulty": ep.difficulty, "seed": ep.rep, "budget": ep.token_budget, "error": text}
 
