@@ -60,6 +60,19 @@ def _table_rows(summaries: list[tuple[dict, dict]]) -> list[dict]:
     return rows
 
 
+def _tick_labels(ticks: dict[float, str]) -> tuple[list[float], list[str]]:
+    """Every x gets a tick; a label only when it clears the last labelled one (model sizes 0.5, 0.6, 1.5,
+    1.7, 2 ... crowd the left end of one axis)."""
+    xs = sorted(ticks)
+    gap = 0.035 * ((xs[-1] - xs[0]) or 1.0)
+    labels, last = [], None
+    for x in xs:
+        keep = last is None or x - last >= gap
+        labels.append(ticks[x] if keep else "")
+        last = x if keep else last
+    return xs, labels
+
+
 def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, path: Path) -> None:
     """One line per series over x, one panel per metric, +-1 SE error bars and value labels."""
     import matplotlib
@@ -82,7 +95,7 @@ def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, p
     for ax, metric in zip(axes, METRICS, strict=True):
         ax.set_title(PANELS[metric], fontweight="bold")
         ax.set_xlabel(xlabel)
-        ax.set_xticks(list(ticks), [ticks[x] for x in ticks])
+        ax.set_xticks(*_tick_labels(ticks), rotation=60, ha="right", fontsize=7)
         ax.set_ylim(-0.05, 1.1)
         ax.margins(x=0.1)
         ax.grid(alpha=0.25)
