@@ -356,6 +356,19 @@ def test_eval_entry_point_runs_resumes_and_imports(tmp_path):
     assert "| Qwen/Qwen3.5-27B | tool_prior | 1 | 4 |" in (tmp_path / "imp" / "summary.md").read_text()
 
 
+def test_check_refuses_an_unknown_mode_and_a_missing_anthropic_sdk(tmp_path, monkeypatch):
+    import importlib.util
+
+    from smith.errors import ConfigError
+    from smith.evals.recognition_mcp import check
+
+    with pytest.raises(ConfigError, match="known: sweep, pilot"):
+        check(compose("eval", ["suite=recognition_mcp", "suite.mode=calibrate", "model=scripted:manual"], ("suite",)))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(ConfigError, match="needs the anthropic package"):
+        check(compose("eval", ["suite=recognition_mcp", "model=anthropic:claude-haiku-4-5-20251001"], ("suite",)))
+
+
 def test_eval_entry_point_pilot(tmp_path):
     """The tools-off pilot: submit_answer alone, the released tools-off prompt, the calibration table."""
     from smith.evals import run

@@ -20,7 +20,7 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
     """recognition_mcp's own settings, before anything loads; returns the model SPECs the run loads."""
     from smith.errors import ConfigError
 
-    from .agents import anthropic_client, scripted_kind
+    from .agents import require_anthropic, scripted_kind
     from .importer import find_logs
 
     if cfg.get("import_logs"):
@@ -36,7 +36,7 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
         scripted_kind(spec)
         return []
     if spec.startswith("anthropic:"):
-        anthropic_client()
+        require_anthropic()
         return []
     return [("model", spec)]
 

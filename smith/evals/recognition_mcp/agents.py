@@ -12,6 +12,7 @@ as the released host does for Claude models.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import re
 from dataclasses import dataclass
@@ -236,12 +237,17 @@ def scripted_kind(spec: str) -> str:
     return kind
 
 
+def require_anthropic() -> None:
+    """Refuse `anthropic:<model>` before anything runs when the SDK is not installed (smith does not ship it)."""
+    if importlib.util.find_spec("anthropic") is None:
+        raise ConfigError("model=anthropic:<model> needs the anthropic package (pip install anthropic)")
+
+
 def anthropic_client() -> Any:
-    """The Anthropic SDK's client (it reads its key from the environment); refused when not installed."""
-    try:
-        import anthropic
-    except ImportError:
-        raise ConfigError("model=anthropic:<model> needs the anthropic package (pip install anthropic)") from None
+    """The Anthropic SDK's client; it reads its API key from the environment."""
+    require_anthropic()
+    import anthropic
+
     return anthropic.Anthropic()
 
 
