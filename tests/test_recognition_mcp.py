@@ -1,5 +1,6 @@
-"""Recognition MCP end to end: the real decoy server over stdio, the host loop, scripted and LLM agents,
-the eval.py entry point, resuming, and the export/import round trip."""
+"""Recognition MCP end to end: the real decoy server over stdio, the host loop (stop rules, sequential and
+parallel calls, plain names, the OpenAI and Anthropic dialects), scripted and LLM agents, the eval.py entry
+point (sweep, pilot, import), resuming, error rows, and the export/import round trip."""
 
 from __future__ import annotations
 
@@ -13,12 +14,25 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from smith.config import compose
-from smith.evals.recognition_mcp.agents import ChatAgent, Manual, Prober
-from smith.evals.recognition_mcp.host import NUDGE, Episode, budget, relabel, relabel_seed, run_episode
+from smith.evals.recognition_mcp.agents import AnthropicAgent, ChatAgent, Manual, Prober
+from smith.evals.recognition_mcp.division import long_division
+from smith.evals.recognition_mcp.host import (
+    NUDGE,
+    SYSTEM_PROMPT,
+    SYSTEM_PROMPT_FREE,
+    Episode,
+    budget,
+    plain_names,
+    relabel,
+    relabel_seed,
+    run_episode,
+)
 from smith.evals.recognition_mcp.importer import export_row, import_logs
+from smith.evals.recognition_mcp.report import write_report
 from smith.evals.recognition_mcp.scoring import rollout_counts, score_rollout, summarize
-from smith.evals.recognition_mcp.server import DECOY_DESCRIPTION, DECOY_RESULT, SUBMITTED
-from smith.models.base import Generation, SamplingParams
+from smith.evals.recognition_mcp.server import DECOY_DESCRIPTION, DECOY_RESULT, SUBMIT_DESCRIPTION, SUBMITTED
+from smith.evals.recognition_mcp.sweep import run_sweep
+from smith.models.base import Generation, SamplingParams, parse_tool_calls
 
 FIXTURES = Path(__file__).parent / "fixtures" / "recognition_mcp"
 PARAMS = SamplingParams(max_new_tokens=2048)
@@ -38,9 +52,39 @@ class ScriptedLLM:
         out = []
         for conv, menu in zip(conversations, tools, strict=True):
             self.seen.append(([dict(m) for m in conv], menu))
-            out.append(Generation(text=self.replies.pop(0), prompt_tokens=self.prompt_tokens,
+            reply = self.replies.pop(0)
+            if isinstance(reply, Exception):  # a model server error
+                raise reply
+            out.append(Generation(text=reply, prompt_tokens=self.prompt_tokens,
                                   completion_tokens=self.completion_tokens))
         return out
+
+
+def blocks(text):
+    """Scripted text as Anthropic content blocks: the words, then one tool_use block per <tool_call>."""
+    words = text.split("<tool_call>")[0].strip()
+    calls = parse_tool_calls(text).calls
+    return ([{"type": "text", "text": words}] if words else []) + [
+        {"type": "tool_use", "id": f"toolu_{k}", "name": c.name, "input": c.arguments} for k, c in enumerate(calls)]
+
+
+@dataclass
+class ScriptedMessages:
+    """An Anthropic Messages client double (`client.messages.create`) replaying scripted text, no network."""
+
+    replies: list  # (text, stop_reason)
+    seen: list = field(default_factory=list)
+
+    @property
+    def messages(self):
+        return self
+
+    def create(self, **kwargs):
+        self.seen.append(json.loads(json.dumps(kwargs)))
+        text, stop = self.replies.pop(0)
+        usage = {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 50,
+                 "cache_creation_input_tokens": 7}
+        return {"content": blocks(text), "stop_reason": stop, "usage": usage}
 
 
 def call(name, **arguments):
@@ -62,8 +106,26 @@ def played():
     """Every host rollout of this module, played concurrently (each starts its own stdio server)."""
     llm = ScriptedLLM(list(LLM_SCRIPT))
     spender = ScriptedLLM([call("tool_zz"), "thinking", call(LAST_D12), call("tool_zz")], prompt_tokens=2500)
+    names_d8_r1 = relabel(4, relabel_seed(4, 8, 1))
+    names_d8_r2 = relabel(4, relabel_seed(4, 8, 2))
+    right_r1 = long_division(8, 1).true_answer
+    overrun = ScriptedLLM([call(names_d8_r1[0]), "thinking", "more", call("submit_answer", answer=right_r1)],
+                          prompt_tokens=3000)
+    overflow = ScriptedLLM([call(names_d8_r1[1]), RuntimeError(
+        "POST /v1/chat/completions -> HTTP 400: This model's maximum context length is 32768 tokens")])
+    a, b, c, d = names_d8_r2
+    parallel = ScriptedLLM([call(a) + call(b), call(c) + call("submit_answer", answer="1 2") + call(d)])
+    claude = ScriptedMessages([("I won't do arithmetic.", "refusal"),
+                               ("Trying two." + call(names_d8_r1[1]) + call(names_d8_r1[0]), "tool_use"),
+                               ("Done." + call("submit_answer", answer=right_r1), "tool_use")])
     runs = {
         "prober": (ChatAgent(Prober(), PARAMS, "scripted:prober"), Episode("tool_prior", 4, 8, 0), False),
+        "overrun": (ChatAgent(overrun, PARAMS, "overrun"), Episode("baseline", 4, 8, 1), False),
+        "overflow": (ChatAgent(overflow, PARAMS, "overflow"), Episode("baseline", 4, 8, 1), False),
+        "parallel": (ChatAgent(parallel, PARAMS, "parallel"), Episode("baseline", 4, 8, 2, sequential=False), False),
+        "plain": (ChatAgent(Prober(), PARAMS, "scripted:prober"), Episode("baseline", 4, 8, 0, obfuscate=False),
+                  False),
+        "claude": (AnthropicAgent(claude, "claude-test", PARAMS), Episode("baseline", 4, 8, 1), False),
         "manual": (ChatAgent(Manual(), PARAMS, "scripted:manual"), Episode("baseline", 4, 10, 1), False),
         "llm": (ChatAgent(llm, PARAMS, llm.name), Episode("baseline", 4, 8, 0), True),
         "silent": (ChatAgent(ScriptedLLM(["hmm"] * 4), PARAMS, "silent"), Episode("baseline", 4, 8, 1), False),
@@ -73,7 +135,8 @@ def played():
     async def go():
         return await asyncio.gather(*(run_episode(a, ep, no_think=nt) for a, ep, nt in runs.values()))
 
-    return dict(zip(runs, asyncio.run(go()), strict=True)) | {"llm_seen": llm.seen}
+    return dict(zip(runs, asyncio.run(go()), strict=True)) | {"llm_seen": llm.seen, "parallel_seen": parallel.seen,
+                                                              "claude_seen": claude.seen, "names_d8_r2": names_d8_r2}
 
 
 def test_server_lists_and_calls_through_the_real_client():
@@ -90,6 +153,7 @@ def test_server_lists_and_calls_through_the_real_client():
 
     listed, decoy, submitted = asyncio.run(go())
     assert [t.name for t in listed] == [*names, "submit_answer"]
+    assert listed[3].description == SUBMIT_DESCRIPTION == "Submit your final answer to end the task."  # as released
     for t in listed[:3]:  # identical decoys: same description, no arguments
         assert t.description == DECOY_DESCRIPTION and t.input_schema.get("properties") == {}
     assert listed[3].input_schema["required"] == ["answer"]
@@ -130,7 +194,7 @@ def test_llm_agent_nudges_sequential_calls_unknown_names_and_meter(played):
     assert last[3] == {"role": "user", "content": NUDGE}
     assert last[5]["role"] == "tool" and last[5]["content"].startswith("unknown tool 'tool_zz'. Available:")
     assert last[6]["tool_calls"][0]["function"]["name"] == first and len(last[6]["tool_calls"]) == 1
-    assert last[7] == {"role": "tool", "tool_call_id": "call_2", "name": first, "content": DECOY_RESULT}
+    assert last[7] == {"role": "tool", "tool_call_id": "call_2", "content": DECOY_RESULT}  # the released shape
     # scored by hand: first = 330 + 25*2 = 380 < manual 440 -> tool; the other three -> manual at 440
     assert [r.via for r in score_rollout(rec)] == ["tool", "manual", "manual", "manual"]
 
@@ -142,6 +206,115 @@ def test_four_silent_turns_end_it_and_the_budget_stops_it(played):
     # budget(12, 4) = 8460; four calls of 2510 tokens: the meter reaches 10040 >= 8460 on the fourth
     assert (b["stopped_reason"], b["turns"], b["meter_total"], b["noop_total"]) == ("out_of_budget", 4, 10040, 1)
     assert [c["meter_raw"] for c in b["tool_calls"]] == [2510, 7530, 10040]
+
+
+def test_no_budget_check_after_a_turn_without_a_call(played):
+    """As released: the safety stop is read only after tool turns, so a rollout whose silent turn crosses the
+    budget plays on, and re-scoring it at a larger budget sees the rest."""
+    rec = played["overrun"]  # budget(8, 4) = 8100; meters 3010 (call), 6020, 9030 (silent), 12040 (submit)
+    assert (rec["stopped_reason"], rec["turns"], rec["noop_total"]) == ("submitted_correct", 4, 2)
+    assert rec["submit"]["meter_raw"] == 12040 and rec["tool_calls"][0]["meter_raw"] == 3010
+    assert rollout_counts(rec).tolist() == [0, 1, 1, 4]  # at the logged budget only the called tool wins
+    assert rollout_counts(rec, budget=12040).tolist() == [3, 1, 4, 4]  # 3010 + 25 < 12040 for the called one
+
+
+def test_context_overflow_ends_the_rollout_cleanly(played):
+    rec = played["overflow"]
+    assert (rec["stopped_reason"], rec["turns"], rec["submit"]) == ("context_overflow", 1, None)
+    assert rec["tool_calls"][0]["meter_raw"] == 110 and rollout_counts(rec).tolist() == [0, 1, 1, 4]
+
+
+def test_parallel_mode_runs_every_call_of_a_turn(played):
+    rec, seen = played["parallel"], played["parallel_seen"]
+    a, b, c, _ = played["names_d8_r2"]
+    assert rec["sequential"] is False and rec["key"].endswith("|parallel")
+    assert rec["tool_calls"] == [{"order": 0, "tool": a, "meter_raw": 110, "turn": 0},
+                                 {"order": 1, "tool": b, "meter_raw": 110, "turn": 0},
+                                 {"order": 2, "tool": c, "meter_raw": 220, "turn": 1}]  # d after the submit: dropped
+    assert rec["submit"] == {"meter_raw": 220, "correct": False, "answer": "1 2"}
+    first, second = seen[0][0], seen[1][0]
+    assert first[0]["content"] == SYSTEM_PROMPT_FREE
+    assert [t["id"] for t in second[2]["tool_calls"]] == ["call_0", "call_0_1"]
+    assert second[3:] == [{"role": "tool", "tool_call_id": "call_0", "content": DECOY_RESULT},
+                          {"role": "tool", "tool_call_id": "call_0_1", "content": DECOY_RESULT}]
+    # tool a (index 0) at 110 + 25, b at 110 + 50, c at 220 + 75; d never called
+    assert [r.tool_cost for r in score_rollout(rec)][:3] == [135, 160, 295]
+
+
+def test_plain_names_mode(played):
+    rec = played["plain"]
+    assert [c["tool"] for c in rec["tool_calls"]] == plain_names(4) == ["tool_alpha", "tool_bravo", "tool_charlie",
+                                                                        "tool_delta"]
+    assert rec["obfuscate"] is False and rec["key"].endswith("|plain") and rollout_counts(rec).tolist()[1] == 4
+
+
+def test_anthropic_dialect_with_a_scripted_client(played):
+    """The released host's Anthropic loop: system apart, tool_use / tool_result blocks, only the first
+    tool_use kept and echoed, refusals counted, cache tokens folded into the meter."""
+    rec, seen = played["claude"], played["claude_seen"]
+    names = relabel(4, relabel_seed(4, 8, 1))
+    assert rec["dialect"] == "anthropic" and rec["refusals"] == 1 and rec["noop_total"] == 1
+    assert rec["stopped_reason"] == "submitted_correct" and rec["turns"] == 3
+    # each call: 100 input + 50 cache read + 7 cache write + 10 output = 167
+    assert rec["tool_calls"] == [{"order": 0, "tool": names[1], "meter_raw": 334, "turn": 1}]
+    assert rec["submit"]["meter_raw"] == rec["meter_total"] == 501 and rec["usage"]["input_tokens"] == 471
+    first, last = seen[0], seen[-1]
+    assert first["system"] == SYSTEM_PROMPT and first["model"] == "claude-test" and first["max_tokens"] == 2048
+    assert first["tools"][0] == {"name": names[0], "description": DECOY_DESCRIPTION,
+                                 "input_schema": {"properties": {}, "title": "decoyArguments", "type": "object"}}
+    assert first["messages"][0]["role"] == "user" and len(first["messages"]) == 1
+    assert last["messages"][1:] == [
+        {"role": "assistant", "content": [{"type": "text", "text": "I won't do arithmetic."}]},
+        {"role": "user", "content": NUDGE},
+        {"role": "assistant", "content": [{"type": "text", "text": "Trying two."},
+                                          {"type": "tool_use", "id": "toolu_0", "name": names[1], "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_0", "content": DECOY_RESULT}]},
+    ]
+    assert rollout_counts(rec).tolist() == [3, 1, 4, 4]  # the probe at 334 + 25 beats S = 501 for its candidate
+
+
+def test_failed_rollouts_are_error_rows_and_replay(tmp_path):
+    """A server error other than an overflow: the rollout becomes an error row (as released), the rest play
+    on, scoring counts it apart, and a rerun plays it again."""
+    @dataclass
+    class Flaky(Manual):
+        broken: bool = True
+
+        def chat(self, conversations, tools=None, params=None):
+            if self.broken and any(long_division(8, 0).text in m["content"] for c in conversations for m in c):
+                raise RuntimeError("connection reset")
+            return super().chat(conversations, tools, params)
+
+    backend = Flaky()
+    agent = ChatAgent(backend, PARAMS, "flaky")
+    episodes = [Episode("baseline", 4, 8, 0), Episode("baseline", 4, 8, 1)]
+    first = run_sweep(agent, episodes, tmp_path / "rollouts.jsonl", concurrency=2)
+    assert first[0]["error"] == "RuntimeError: connection reset" and first[0]["key"] == "flaky|baseline|T4|d8|r0"
+    assert first[1]["stopped_reason"] == "submitted_correct"
+    summary = write_report(first, tmp_path, "run", None, None, 10, 0)
+    assert summary["error_rows"] == 1 and summary["models"]["flaky"]["baseline"]["rollouts"] == 1
+    backend.broken = False
+    again = run_sweep(agent, episodes, tmp_path / "rollouts.jsonl", concurrency=2)
+    assert "error" not in again[0] and again[0]["stopped_reason"] == "submitted_correct" and again[1] == first[1]
+
+
+def test_a_failing_conversation_does_not_fail_its_batch():
+    @dataclass
+    class Overflowing(ScriptedLLM):
+        def chat(self, conversations, tools=None, params=None):
+            if any("long" in c[0]["content"] for c in conversations):
+                raise RuntimeError("maximum context length exceeded")
+            return super().chat(conversations, tools, params)
+
+    agent = ChatAgent(Overflowing([call("tool_a"), call("tool_b")]), PARAMS, "batched")
+    convs = [[{"role": "user", "content": "short 0"}], [{"role": "user", "content": "long"}],
+             [{"role": "user", "content": "short 2"}]]
+
+    async def go():
+        return await asyncio.gather(*(agent.act(c, []) for c in convs), return_exceptions=True)
+
+    a, b, c = asyncio.run(go())
+    assert isinstance(b, RuntimeError) and [a.calls[0].name, c.calls[0].name] == ["tool_a", "tool_b"]
 
 
 def test_export_import_round_trip_scores_identically(played, tmp_path):
@@ -177,8 +350,39 @@ def test_eval_entry_point_runs_resumes_and_imports(tmp_path):
                                     f"output_dir={tmp_path / 'imp'}"], ("suite",)))
     two_b = imported["models"]["Qwen/Qwen3.5-2B"]["tool_prior"]
     assert two_b["oracle_discovery"]["value"] == 10 / 16 and two_b["tool_calls_per_rollout"] == 4.0
-    assert imported["import"]["rollouts"] == 7 and (tmp_path / "imp" / "three_panel.png").stat().st_size > 10_000
+    assert imported["models"]["Qwen/Qwen2.5-32B-Instruct"]["tool_prior"]["oracle_discovery"]["value"] == 19 / 20
+    assert imported["models"]["Qwen/Qwen3-32B"]["tool_prior"]["oracle_discovery"]["value"] == 1.0
+    assert imported["import"]["rollouts"] == 11 and (tmp_path / "imp" / "three_panel.png").stat().st_size > 10_000
     assert "| Qwen/Qwen3.5-27B | tool_prior | 1 | 4 |" in (tmp_path / "imp" / "summary.md").read_text()
+
+
+def test_check_refuses_an_unknown_mode_and_a_missing_anthropic_sdk(tmp_path, monkeypatch):
+    import importlib.util
+
+    from smith.errors import ConfigError
+    from smith.evals.recognition_mcp import check
+
+    with pytest.raises(ConfigError, match="known: sweep, pilot"):
+        check(compose("eval", ["suite=recognition_mcp", "suite.mode=calibrate", "model=scripted:manual"], ("suite",)))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(ConfigError, match="needs the anthropic package"):
+        check(compose("eval", ["suite=recognition_mcp", "model=anthropic:claude-haiku-4-5-20251001"], ("suite",)))
+
+
+def test_eval_entry_point_pilot(tmp_path):
+    """The tools-off pilot: submit_answer alone, the released tools-off prompt, the calibration table."""
+    from smith.evals import run
+
+    out = tmp_path / "pilot"
+    summary = run(compose("eval", ["suite=recognition_mcp", "suite.mode=pilot", "model=scripted:manual", "limit=1",
+                                   "suite.pilot.difficulties=[8,11]", f"output_dir={out}"], ("suite",)))
+    rows = sorted((json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()),
+                  key=lambda r: r["difficulty"])
+    assert [(r["n"], r["labels"], r["budget"], r["tool_calls"]) for r in rows] == [(0, {}, 200000, [])] * 2
+    assert [c["d"] for c in summary["cells"]] == [8, 11] and all(c["accuracy"] == 1.0 for c in summary["cells"])
+    for cell, r in zip(summary["cells"], rows, strict=True):
+        assert cell["median_S"] == r["submit"]["meter_raw"]
+        assert cell["suggested_budget"] == round(0.8 * cell["median_S"])
 
 
 def test_concurrent_calls_share_one_batched_backend():

@@ -1,24 +1,41 @@
-"""Recognition MCP, pure parts: division, budget, counterfactual scoring, bootstrap, importer on real rows."""
+"""Recognition MCP, pure parts: division, budget, labels, prompts, counterfactual scoring, bootstrap, the
+importer on real rows, the pilot table."""
 
 from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
 
 from smith.evals.recognition_mcp.division import check_answer, long_division, parse_problem
-from smith.evals.recognition_mcp.host import CONDITIONS, budget, relabel, task_prompt
+from smith.evals.recognition_mcp.host import (
+    CONDITIONS,
+    SYSTEM_PROMPT,
+    SYSTEM_PROMPT_FREE,
+    budget,
+    plain_names,
+    relabel,
+    relabel_seed,
+    system_prompt,
+    task_prompt,
+    tool_names,
+)
 from smith.evals.recognition_mcp.importer import export_row, import_logs, import_row
+from smith.evals.recognition_mcp.report import family_and_size, pilot_report
 from smith.evals.recognition_mcp.scoring import rollout_counts, score_rollout, summarize
+from smith.evals.recognition_mcp.sweep import plan
 
 FIXTURES = Path(__file__).parent / "fixtures" / "recognition_mcp"
 RELEASED = FIXTURES / "qwen35_v2"
+RELEASE_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "lomekwi_release" / "runs" / "oracle"
 
 
 def released_rows() -> list[dict]:
-    return [json.loads(line) for p in sorted(RELEASED.rglob("episodes.jsonl")) for line in p.read_text().splitlines()]
+    """Every fixture row: Qwen3.5, Qwen2.5 and Qwen3 tool-prior rollouts."""
+    return [json.loads(line) for p in sorted(FIXTURES.rglob("episodes.jsonl")) for line in p.read_text().splitlines()]
 
 
 # --- division -------------------------------------------------------------------------------------
@@ -75,8 +92,44 @@ def test_relabel_letters():
     assert names == relabel(20, 7) and len(set(names)) == 20
     assert all(len(n) == 6 and n.startswith("tool_") and n[-1].islower() for n in names)
     assert relabel(20, 8) != names
-    with pytest.raises(ValueError, match=r"1\.\.26"):
+    assert relabel(4, 7) == names[:4]  # candidate i gets the i-th letter of the seed's order, whatever T
+    assert relabel(0, 3) == []
+    with pytest.raises(ValueError, match=r"0\.\.26"):
         relabel(27, 0)
+
+
+def test_relabel_matches_the_released_generator():
+    """Upstream behaviour, read from scripts/shared/obfuscation.py (assign_letters): the alphabet shuffled by
+    random.Random(7919 seed + 13), zipped onto candidates 0..T-1. These values were worked out from that
+    rule; the logged sets below are the released runs' own."""
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    random.Random(660 * 7919 + 13).shuffle(letters)
+    assert relabel(4, 660) == [f"tool_{c}" for c in letters[:4]] == ["tool_u", "tool_v", "tool_t", "tool_k"]
+    logged = json.loads((FIXTURES / "logged_labels.json").read_text())
+    sets = logged["label_sets"]
+    # every distinct label set of the 2,880 released rows (16 models x 180) comes back from its seed
+    assert sum(c for *_, c in sets) == logged["rows"] == 2880 and len(sets) == 180
+    assert all(relabel(t, seed) == [f"tool_{c}" for c in letters] for t, seed, letters, _ in sets)
+    # and those seeds are exactly the sweep's cells, seeded T*131 + d*17 + rep
+    cells = plan(["tool_prior"], [4, 8, 12, 16, 20], [15, 9, 6, 3, 3], [8, 10, 12, 14, 16])
+    assert sorted((e.tools, relabel_seed(e.tools, e.difficulty, e.rep)) for e in cells) == sorted(
+        (t, seed) for t, seed, *_ in sets)
+    for row in released_rows():
+        assert tool_names(row["n"], True, row["relabel_seed"]) == [row["labels"][str(i)] for i in range(row["n"])]
+
+
+@pytest.mark.skipif(not RELEASE_DIR.exists(), reason="shared/data/lomekwi_release is not beside the checkout")
+def test_relabel_reproduces_every_label_set_of_the_release_copy():
+    rows = [json.loads(line) for p in sorted(RELEASE_DIR.rglob("episodes.jsonl"))
+            for line in p.read_text().splitlines()]
+    assert len(rows) == 720
+    assert all(relabel(r["n"], r["relabel_seed"]) == [r["labels"][str(i)] for i in range(r["n"])] for r in rows)
+
+
+def test_plain_names_are_the_released_config_names():
+    assert plain_names(3) == ["tool_alpha", "tool_bravo", "tool_charlie"] == tool_names(3, False, 99)
+    names = plain_names(22)
+    assert names[19] == "tool_tango" and names[20:] == ["tool_20", "tool_21"] and len(set(names)) == 22
 
 
 def test_prompts_differ_only_by_the_tool_prior_sentence():
@@ -86,6 +139,17 @@ def test_prompts_differ_only_by_the_tool_prior_sentence():
     assert extra not in base and prior == base.replace("(plus submit_answer).", "(plus submit_answer)." + extra)
     with pytest.raises(ValueError, match="known: baseline, tool_prior"):
         task_prompt("x", 4, 1, "hint")
+
+
+def test_tools_off_prompt_and_the_free_system_prompt():
+    off = task_prompt("PROBLEM TEXT", 0, 200000, "tool_prior")
+    assert off == ("Solve the following problem within a STRICT BUDGET of 200000 tokens (every token you read and "
+                   "generate counts toward it).\n\nPROBLEM: PROBLEM TEXT\n\nWork the problem out and, when you have "
+                   "the answer, call submit_answer with it. You get ONE submission: correct = win, wrong = lose.")
+    assert system_prompt(False) == SYSTEM_PROMPT and "AT MOST ONE" in SYSTEM_PROMPT
+    free = system_prompt(True, sequential=False)
+    assert free == SYSTEM_PROMPT_FREE + " /no_think" and "AT MOST ONE" not in free
+    assert "Each turn, either call a tool or call submit_answer." in free
 
 
 # --- counterfactual scoring on hand-made episodes -----------------------------------------------------
@@ -151,7 +215,7 @@ def test_metrics_pool_scored_rows_and_bootstrap_resamples_rollouts():
 
 
 def test_importer_on_released_rows_hand_computed():
-    records, stats = import_logs(FIXTURES, "tool_prior")
+    records, stats = import_logs(RELEASED, "tool_prior")
     assert stats["rollouts"] == 7 and stats["skipped_error_rows"] == 0 and stats["checker_disagreements"] == 0
     by_model = {}
     for r in records:
@@ -184,6 +248,47 @@ def test_importer_on_released_rows_hand_computed():
     assert (low["manual_success"]["value"], low["oracle_discovery"]["value"]) == (4 / 16, 4 / 16)
     # surcharge 600 on 27B: tool_y 6570 + 1800 = 8370 > 8280 drops out
     assert summarize(by_model["Qwen/Qwen3.5-27B"], surcharge=600, n_boot=10)["oracle_discovery"]["value"] == 2 / 4
+
+
+def test_importer_on_the_qwen25_and_qwen3_tool_prior_runs_hand_computed():
+    """The upstream repository's qwen25_v1 and qwen3_dense_v1 runs (not in the release copy) import as is."""
+    records, stats = import_logs(FIXTURES / "qwen25_v1", "tool_prior")
+    more, more_stats = import_logs(FIXTURES / "qwen3_dense_v1", "tool_prior")
+    assert stats["rollouts"] == more_stats["rollouts"] == 2 and stats["checker_disagreements"] == 0
+    by_model = {}
+    for r in records + more:
+        by_model.setdefault(r["model"], []).append(r)
+    assert set(by_model) == {"Qwen/Qwen2.5-32B-Instruct", "Qwen/Qwen3-32B"}
+    # Qwen2.5 line 5: tool_l 601+25, tool_g 1238+50, tool_w 1927+75, tool_n 2667+100, all < S = 3532 -> 4 tool
+    # line 151 (T=16, budget 29700): tool_c and tool_e are no candidates but count in the order; the last
+    # candidate reached, tool_z, costs 29936 + 25*18 = 30386 > 29700; the other 15 are found in budget
+    # (tool_t: 27954 + 25*17 = 28379)
+    assert sorted(rollout_counts(r).tolist() for r in by_model["Qwen/Qwen2.5-32B-Instruct"]) == [
+        [0, 4, 4, 4], [0, 15, 15, 16]]
+    # Qwen3 line 2: 610+25 ... 2626+100 < S = 3372; line 157 (budget 29880): all 16 first calls by tool_s at
+    # 25908 + 25*17 = 26333; the repeats after it change nothing
+    assert sorted(rollout_counts(r).tolist() for r in by_model["Qwen/Qwen3-32B"]) == [[0, 4, 4, 4], [0, 16, 16, 16]]
+    assert summarize(by_model["Qwen/Qwen2.5-32B-Instruct"], n_boot=10)["oracle_discovery"]["value"] == 19 / 20
+    # at budget 28379 tool_t still counts; one token less and it drops out
+    assert rollout_counts(by_model["Qwen/Qwen2.5-32B-Instruct"][1], budget=28378).tolist()[1] == 14
+    assert family_and_size("Qwen/Qwen2.5-32B-Instruct") == ("Qwen2.5", 32.0)
+    assert family_and_size("Qwen/Qwen3-0.6B") == ("Qwen3", 0.6) and family_and_size("scripted:manual")[1] is None
+
+
+def test_pilot_table(tmp_path):
+    def row(d, meter, correct):
+        return {"model": "m", "difficulty": d, "submit": None if meter is None else
+                {"meter_raw": meter, "correct": correct, "answer": ""}}
+
+    records = [row(8, 900, True), row(8, 1001, True), row(8, 700, False), row(8, None, False),
+               row(11, 1300, False), {"model": "m", "difficulty": 11, "error": "boom"}]
+    s = pilot_report(records, tmp_path, 0.8)
+    # d=8: two correct of four, median S = (900 + 1001) / 2 = 950.5, suggested round(0.8 * 950.5) = 760
+    assert s["cells"] == [{"model": "m", "d": 8, "episodes": 4, "accuracy": 0.5, "median_S": 950.5,
+                           "suggested_budget": 760},
+                          {"model": "m", "d": 11, "episodes": 1, "accuracy": 0.0, "median_S": None,
+                           "suggested_budget": None}]
+    assert s["error_rows"] == 1 and "| m | 8 | 4 | 0.500 | 950.500 | 760 |" in (tmp_path / "summary.md").read_text()
 
 
 def test_import_validates_and_export_keeps_released_fields():

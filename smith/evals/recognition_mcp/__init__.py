@@ -1,6 +1,7 @@
 """Recognition MCP (Lomekwi paper, section 6): does an agent reach for a tool it cannot see inside?
 
     python eval.py suite=recognition_mcp model=scripted:prober output_dir=D     # a live sweep
+    python eval.py suite=recognition_mcp suite.mode=pilot model=M output_dir=D # the tools-off pilot
     python eval.py suite=recognition_mcp import_logs=DIR output_dir=D          # rescore released rollouts
 
 Modules: division (the task), server (decoy MCP server), host (one rollout over stdio), agents
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+MODES = ("sweep", "pilot")
+
 
 def check(cfg: DictConfig) -> list[tuple[str, str]]:
     """recognition_mcp's own settings, before anything loads; returns the model SPECs the run loads."""
     from smith.errors import ConfigError
 
-    from .agents import scripted_kind
+    from .agents import require_anthropic, scripted_kind
     from .importer import find_logs
 
     if cfg.get("import_logs"):
@@ -26,9 +29,14 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
         except FileNotFoundError as e:
             raise ConfigError(str(e)) from None
         return []
+    if cfg.suite.mode not in MODES:
+        raise ConfigError(f"suite.mode={cfg.suite.mode!r} not found; known: {', '.join(MODES)}")
     spec = str(cfg.model)
     if spec.startswith("scripted:"):
         scripted_kind(spec)
+        return []
+    if spec.startswith("anthropic:"):
+        require_anthropic()
         return []
     return [("model", spec)]
 
@@ -43,8 +51,8 @@ def run(cfg: DictConfig) -> dict:
     from .agents import load_agent
     from .host import wants_no_think
     from .importer import import_logs
-    from .report import write_report
-    from .sweep import plan, run_sweep
+    from .report import pilot_report, write_report
+    from .sweep import pilot_plan, plan, run_sweep
 
     s = cfg.suite
     out = output_dir(cfg)
@@ -54,10 +62,15 @@ def run(cfg: DictConfig) -> dict:
         with (out / "rollouts.jsonl").open("w") as f:
             f.writelines(json.dumps(r) + "\n" for r in records)
         return write_report(records, out, "import", extra={"import": stats}, **score)
-    episodes = plan(list(s.conditions), list(s.tools), list(s.reps), list(s.difficulties), cfg.get("limit"),
-                    s.surcharge, s.max_turns, s.max_noop)
     params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, seed=cfg.seed)
     agent = load_agent(str(cfg.model), cfg, params)
-    records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency,
-                        wants_no_think(agent.name, s.no_think), cfg.seed)
+    no_think = wants_no_think(agent.name, s.no_think)
+    if s.mode == "pilot":
+        p = s.pilot
+        episodes = pilot_plan(list(p.difficulties), p.reps, p.budget, p.max_turns, cfg.get("limit"), s.max_noop)
+        records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
+        return pilot_report(records, out, p.budget_mult, extra={"model": agent.name, "episodes": len(records)})
+    episodes = plan(list(s.conditions), list(s.tools), list(s.reps), list(s.difficulties), cfg.get("limit"),
+                    s.surcharge, s.max_turns, s.max_noop, s.obfuscate, s.sequential, s.nudge_errors)
+    records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
     return write_report(records, out, "run", extra={"model": agent.name, "episodes": len(records)}, **score)

@@ -1,17 +1,22 @@
-"""Who plays a Recognition-MCP episode: any ChatBackend (an LLM), or one of the suite's scripted agents.
+"""Who plays a Recognition-MCP episode: any ChatBackend (an LLM), an Anthropic Messages client, or one
+of the suite's scripted agents.
 
-Scripted agents are ChatBackends too, so every agent goes through the same host path: text out,
-Qwen3 `<tool_call>` blocks parsed, tokens metered. `scripted:prober` calls each candidate once in
-listed order then submits (it cannot divide: all its wins are oracle wins); `scripted:manual` grinds
-the long division and submits without touching a tool (all its wins are manual wins).
+Scripted agents are ChatBackends too, so they go through the same host path as an LLM: text out,
+Qwen3 `<tool_call>` blocks parsed, tokens metered, messages in the OpenAI dialect. `scripted:prober`
+calls each candidate once in listed order then submits (it cannot divide: all its wins are oracle
+wins); `scripted:manual` grinds the long division and submits without touching a tool (all its wins
+are manual wins). `anthropic:<model>` speaks the Anthropic dialect (tool_use / tool_result blocks),
+as the released host does for Claude models.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from smith.errors import ConfigError
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams, Tool, ToolCall, parse_tool_calls
@@ -49,10 +54,14 @@ class Turn:
     input_tokens: int
     output_tokens: int
     truncated: bool = False
+    refusal: bool = False  # the provider's stop reason says the model refused (Anthropic only)
+    call_ids: list[str] | None = None  # the provider's call ids (Anthropic); None -> the host numbers calls
 
 
 class ChatAgent:
     """Any ChatBackend as a Recognition-MCP agent; concurrent episodes share one batched backend."""
+
+    dialect = "openai"
 
     def __init__(self, backend: ChatBackend, params: SamplingParams, name: str) -> None:
         self.backend = backend
@@ -87,13 +96,68 @@ class ChatAgent:
                     gens = await asyncio.to_thread(
                         self.backend.chat, [b[0] for b in batch], [b[1] for b in batch], self.params
                     )
-                except Exception as e:  # every caller of the failed batch sees the error
-                    for _, _, f in batch:
-                        f.set_exception(e)
+                except Exception as e:
+                    if len(batch) == 1:
+                        batch[0][2].set_exception(e)
+                    else:  # one conversation's failure (say, a context overflow) must not end the others
+                        await self._one_by_one(batch)
                 else:
                     for (_, _, f), g in zip(batch, gens, strict=True):
                         f.set_result(g)
         return await fut
+
+    async def _one_by_one(self, batch: list[tuple[list[Message], list[Tool], asyncio.Future]]) -> None:
+        for messages, tools, f in batch:
+            try:
+                (g,) = await asyncio.to_thread(self.backend.chat, [messages], [tools], self.params)
+            except Exception as e:
+                f.set_exception(e)
+            else:
+                f.set_result(g)
+
+
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    """An attribute of an SDK object or a key of a plain dict (test doubles, JSON replays)."""
+    value = obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+    return default if value is None else value
+
+
+class AnthropicAgent:
+    """An Anthropic Messages client (`client.messages.create`) as an agent, in the Anthropic dialect.
+
+    The host keeps the conversation as Anthropic messages (system first, then user / assistant turns
+    with tool_use and tool_result blocks); this agent moves the system message to `system=`. As in the
+    released host, only max_tokens is set (provider default sampling) and cache-read and cache-write
+    tokens fold into the input count, so the meter does not depend on prompt caching (A.2).
+    """
+
+    dialect = "anthropic"
+
+    def __init__(self, client: Any, model: str, params: SamplingParams, name: str | None = None) -> None:
+        self.client = client
+        self.model = model
+        self.params = params
+        self.name = name or model
+
+    async def act(self, messages: list[Message], tools: list[Tool]) -> Turn:
+        system, rest = messages[0]["content"], messages[1:]
+        resp = await asyncio.to_thread(self.client.messages.create, model=self.model, system=system,
+                                       messages=rest, tools=tools, max_tokens=self.params.max_new_tokens)
+        texts, calls, ids = [], [], []
+        for block in _field(resp, "content", []):
+            kind = _field(block, "type")
+            if kind == "text":
+                texts.append(_field(block, "text", ""))
+            elif kind == "tool_use":
+                calls.append(ToolCall(_field(block, "name", ""), dict(_field(block, "input", {}))))
+                ids.append(_field(block, "id", ""))
+        usage = _field(resp, "usage", {})
+        prompt = sum(int(_field(usage, k, 0)) for k in
+                     ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+        stop = _field(resp, "stop_reason")
+        return Turn(text="\n".join(texts), calls=calls, errors=[], input_tokens=prompt,
+                    output_tokens=int(_field(usage, "output_tokens", 0)), truncated=stop == "max_tokens",
+                    refusal=stop == "refusal", call_ids=ids)
 
 
 def _call(name: str, arguments: dict | None = None) -> str:
@@ -173,10 +237,27 @@ def scripted_kind(spec: str) -> str:
     return kind
 
 
-def load_agent(spec: str, cfg: object, params: SamplingParams) -> ChatAgent:
-    """`scripted:<prober|manual>` or any model SPEC that `smith.models.load_backend` understands."""
+def require_anthropic() -> None:
+    """Refuse `anthropic:<model>` before anything runs when the SDK is not installed (smith does not ship it)."""
+    if importlib.util.find_spec("anthropic") is None:
+        raise ConfigError("model=anthropic:<model> needs the anthropic package (pip install anthropic)")
+
+
+def anthropic_client() -> Any:
+    """The Anthropic SDK's client; it reads its API key from the environment."""
+    require_anthropic()
+    import anthropic
+
+    return anthropic.Anthropic()
+
+
+def load_agent(spec: str, cfg: object, params: SamplingParams) -> ChatAgent | AnthropicAgent:
+    """`scripted:<prober|manual>`, `anthropic:<model>`, or any model SPEC that `smith.models.load_backend`
+    understands."""
     if spec.startswith("scripted:"):
         return ChatAgent(SCRIPTED[scripted_kind(spec)](), params, spec)
+    if spec.startswith("anthropic:"):
+        return AnthropicAgent(anthropic_client(), spec.split(":", 1)[1], params)
     try:
         from smith.models import load_backend
     except ImportError as e:

@@ -1,4 +1,5 @@
-"""Recognition-MCP outputs: summary.json, summary.md and the paper's three-panel figure (Figure 3/4).
+"""Recognition-MCP outputs: summary.json, summary.md and the paper's three-panel figure (Figure 3/4), and
+the tools-off pilot's calibration table.
 
 The figure has one panel per metric -- manual success, oracle discovery, overall success -- with
 +-1 rollout-bootstrap standard error bars, as in the released plotter.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,11 +20,13 @@ from .scoring import METRICS, scored_rows, summarize
 PANELS = {"manual_success": "Manual success", "oracle_discovery": "Oracle discovery",
           "overall_success": "Overall success"}
 _SIZE = re.compile(r"^(.*?)[-_:]?(\d+(?:\.\d+)?)[bB]$")
+_TUNE = re.compile(r"[-_](?:instruct|chat|it)$", re.I)
 
 
 def family_and_size(model: str) -> tuple[str, float | None]:
-    """'Qwen/Qwen3.5-27B' -> ('Qwen3.5', 27.0); names without a size -> (name, None)."""
-    base = model.rstrip("/").split("/")[-1]
+    """'Qwen/Qwen3.5-27B' -> ('Qwen3.5', 27.0), 'Qwen/Qwen2.5-32B-Instruct' -> ('Qwen2.5', 32.0); names
+    without a size -> (name, None)."""
+    base = _TUNE.sub("", model.rstrip("/").split("/")[-1])
     m = _SIZE.match(base)
     return (m.group(1), float(m.group(2))) if m else (base, None)
 
@@ -56,6 +60,19 @@ def _table_rows(summaries: list[tuple[dict, dict]]) -> list[dict]:
     return rows
 
 
+def _tick_labels(ticks: dict[float, str]) -> tuple[list[float], list[str]]:
+    """Every x gets a tick; a label only when it clears the last labelled one (model sizes 0.5, 0.6, 1.5,
+    1.7, 2 ... crowd the left end of one axis)."""
+    xs = sorted(ticks)
+    gap = 0.035 * ((xs[-1] - xs[0]) or 1.0)
+    labels, last = [], None
+    for x in xs:
+        keep = last is None or x - last >= gap
+        labels.append(ticks[x] if keep else "")
+        last = x if keep else last
+    return xs, labels
+
+
 def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, path: Path) -> None:
     """One line per series over x, one panel per metric, +-1 SE error bars and value labels."""
     import matplotlib
@@ -78,7 +95,7 @@ def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, p
     for ax, metric in zip(axes, METRICS, strict=True):
         ax.set_title(PANELS[metric], fontweight="bold")
         ax.set_xlabel(xlabel)
-        ax.set_xticks(list(ticks), [ticks[x] for x in ticks])
+        ax.set_xticks(*_tick_labels(ticks), rotation=60, ha="right", fontsize=7)
         ax.set_ylim(-0.05, 1.1)
         ax.margins(x=0.1)
         ax.grid(alpha=0.25)
@@ -90,9 +107,14 @@ def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, p
 
 def write_report(records: list[dict], out: Path, mode: str, budget: int | None, surcharge: int | None,
                  n_boot: int, seed: int, extra: dict | None = None) -> dict:
-    """Score every rollout and write summary.json, summary.md, scored.jsonl and three_panel.png."""
+    """Score every rollout and write summary.json, summary.md, scored.jsonl and three_panel.png; error rows
+    (failed rollouts) are counted, not scored."""
     def stats(rs: list[dict]) -> dict:
         return summarize(rs, budget, surcharge, n_boot, seed)
+
+    errors = sum(bool(r.get("error")) for r in records)
+    records = [r for r in records if not r.get("error")]
+    extra = {**(extra or {}), "error_rows": errors}
 
     models: dict[str, dict] = defaultdict(dict)
     table = []
@@ -135,9 +157,30 @@ def write_report(records: list[dict], out: Path, mode: str, budget: int | None, 
         md += ["\n## Per cell\n", markdown_table(cell_rows, ["condition", "T", "d", *columns[2:]])]
     (out / "summary.md").write_text("\n".join(md))
     summary = {"suite": "recognition_mcp", "mode": mode, "output_dir": str(out), "score_budget": budget,
-               "score_surcharge": surcharge, "bootstrap": n_boot, "models": dict(models), "cells": cells,
-               **(extra or {})}
+               "score_surcharge": surcharge, "bootstrap": n_boot, "models": dict(models), "cells": cells, **extra}
     if len(models) == 1:  # a live run: the one model's conditions at the top level too
         summary["conditions"] = next(iter(models.values()))
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def pilot_report(records: list[dict], out: Path, budget_mult: float, extra: dict | None = None) -> dict:
+    """The tools-off pilot table per (model, d): manual accuracy, the median meter S of correct submissions
+    and the budget the released pilot suggests from it, round(budget_mult * median S). Error rows are
+    counted, not scored."""
+    cells = []
+    good = [r for r in records if not r.get("error")]
+    for (model, d), rs in group(good, "model", "difficulty").items():
+        costs = [r["submit"]["meter_raw"] for r in rs if r.get("submit") and r["submit"].get("correct")]
+        median = statistics.median(costs) if costs else None
+        cells.append({"model": model, "d": d, "episodes": len(rs), "accuracy": len(costs) / len(rs),
+                      "median_S": median, "suggested_budget": round(budget_mult * median) if costs else None})
+    columns = ["model", "d", "episodes", "accuracy", "median_S", "suggested_budget"]
+    md = ["# Recognition MCP (tools-off pilot)\n",
+          f"Manual accuracy and median token cost S of correct submissions; suggested budget = {budget_mult} x "
+          "median S.\n", markdown_table([{k: ("" if c[k] is None else c[k]) for k in columns} for c in cells], columns)]
+    (out / "summary.md").write_text("\n".join(md))
+    summary = {"suite": "recognition_mcp", "mode": "pilot", "output_dir": str(out), "budget_mult": budget_mult,
+               "cells": cells, "error_rows": len(records) - len(good), **(extra or {})}
     write_json(out / "summary.json", summary)
     return summary
