@@ -15,7 +15,9 @@ from smith.evals.lomekwi.costs import expected_grind
 from smith.evals.lomekwi.env import (
     NOOP_MESSAGE,
     SYSTEM_PROMPT,
+    V1_VERBS,
     Episode,
+    Rules,
     Vault,
     World,
     _edit_distance,
@@ -57,7 +59,9 @@ def test_row1_examine_door_drops_a_type_then_a_key_on_the_ground():
     assert v.ground_keys == {int(m.group(1))} and v.ground_types == {m.group(2): 1}
     assert not v.held_keys and not v.held_types  # nothing is held until pickup
     assert Vault(W, drop_seed=3).examine("r_2") == obs  # the drop stream is seeded
-    assert Vault(W, drop_seed=3).examine("R_2") == obs  # labels match whatever their case
+    assert Vault(W, drop_seed=3).examine("R_2") == "You examine R_2: nothing of note."  # the released code
+    folded = Vault(W, drop_seed=3, rules=Rules(fold_case=True, echo="canonical"))
+    assert folded.examine("R_2") == obs  # fold_case: labels match whatever their case
     assert v.examine("r_4") == "You examine r_4: nothing of note."  # only doors 1..n drop
 
 
@@ -249,6 +253,43 @@ def test_record_carries_what_the_metrics_need():
 # ---------------------------------------------------------------------------------------------- parser
 
 
+# Expected values of the released parser (lomekwi.py `parse`), worked out by hand from its code: the fillers
+# split only in lower case, the article cleaner never fires (it wants whitespace after the article inside
+# a token that was already split on whitespace), and no punctuation is stripped.
+UPSTREAM_CASES = [
+    ("examine r_1", ("examine", "r_1")),
+    ("EXAMINE R_1", ("examine", "r_1")),
+    ("Examine: r_1", ("examine", "r_1")),
+    ("> use m_1 on r_1", ("use", "m_1", "r_1")),
+    ("use n_1, ON y", ("use", "n_1", "on")),
+    ("combine foo WITH bar", ("combine", "foo", "with")),
+    ("examine the t_7", ("examine", "the")),
+    ("Examine a", ("examine", "a")),
+    ("examine t.", ("examine", "t.")),
+    ("use `m_1` on `r_1`.", ("use", "`m_1`", "`r_1`.")),
+    ("combine a foo with a bar", ("combine", "a", "foo")),
+    ("combine foo,bar", ("combine", "foo", "bar")),
+    ("combine x_on y", ("combine", "x_on", "y")),
+    ("combine on-x y", ("combine", "-x", "y")),
+    ("use m_1 toward r_1", ("use", "m_1", "toward")),
+    ("PICKUP everything please", ("pickup",)),
+    ("examine", None),
+    ("examiner r_1", None),
+    ("**examine r_1**", None),
+    ("u\u017fe m_1 r_1", None),  # the long s matches 's' ignoring case, but the verb is then no verb
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), UPSTREAM_CASES)
+def test_default_parser_reads_a_line_as_the_released_code(line, expected):
+    assert parse_action(line) == expected
+
+
+def test_v1_parser_has_no_pickup():
+    assert parse_action("pickup", verbs=V1_VERBS) is None
+    assert extract_action("pickup\nexamine r_1", verbs=V1_VERBS) == ("examine", "r_1")
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     ("examine r_1", ("examine", "r_1")),
     ("EXAMINE R_1", ("examine", "r_1")),
@@ -273,14 +314,24 @@ def test_record_carries_what_the_metrics_need():
     ("examiner r_1", None),
     ("**examine r_1**", None),
 ])
-def test_parser_cases(line, expected):
-    assert parse_action(line) == expected
+def test_smith_parser_cases(line, expected):
+    assert parse_action(line, parser="smith") == expected
 
 
-def test_an_article_that_is_a_label_is_kept():
-    assert parse_action("combine a k") is None  # 'a' read as an article: one argument left
-    assert parse_action("combine a k", frozenset({"a", "k"})) == ("combine", "a", "k")
-    assert parse_action("combine a a k", frozenset({"a", "k"})) == ("combine", "a", "a")
+def test_smith_parser_keeps_an_article_that_is_a_label():
+    assert parse_action("combine a k", parser="smith") is None  # 'a' read as an article: one argument left
+    assert parse_action("combine a k", frozenset({"a", "k"}), "smith") == ("combine", "a", "k")
+    assert parse_action("combine a a k", frozenset({"a", "k"}), "smith") == ("combine", "a", "a")
+    with pytest.raises(ValueError, match="unknown parser"):
+        parse_action("examine r_1", parser="strict")
+
+
+def test_episode_uses_the_chosen_parser():
+    upstream, smith = Episode(W, 0, budget=5), Episode(W, 0, budget=5, rules=Rules(parser="smith"))
+    for e in (upstream, smith):
+        e.feed("examine the r_1")
+    assert upstream.observations == ["You examine the: nothing of note."]
+    assert smith.observations[0].startswith("You search r_1. Out falls ")
 
 
 def test_extract_action_takes_the_first_parseable_line():
@@ -317,11 +368,24 @@ def test_tokens_scheme_is_pronounceable_nonsense_at_edit_distance_three():
         assert all(_edit_distance(x, y) >= 3 for i, x in enumerate(labels) for y in labels[i + 1:])
 
 
-def test_alnum_labels_stay_apart_after_case_folding():
+def test_alnum_labels_stay_apart_after_case_folding_when_case_is_folded():
     for seed in range(20):
-        labels = [x.casefold() for x in relabel(ELEMENTS, seed, "alnum").values()]
+        labels = [x.casefold() for x in relabel(ELEMENTS, seed, "alnum", fold_case=True).values()]
         assert all(re.fullmatch(r"[a-z0-9]{4,8}", x) for x in labels)
         assert all(_edit_distance(x, y) >= 3 for i, x in enumerate(labels) for y in labels[i + 1:])
+
+
+def test_alnum_draw_is_the_released_one_by_default():
+    """The released draw: the same generator, distance on the raw strings. Seed 0's first label by hand:
+    Random(13) gives length randint(4, 8) then that many choices from [a-zA-Z0-9]."""
+    import random
+
+    rng = random.Random(0 * 7919 + 13)
+    first = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(rng.randint(4, 8)))
+    labels = relabel(ELEMENTS, 0, "alnum")
+    assert labels["door"] == first
+    raw = list(labels.values())
+    assert all(_edit_distance(x, y) >= 3 for i, x in enumerate(raw) for y in raw[i + 1:])
 
 
 def test_recipe_is_one_pair_of_distinct_types_fixed_by_the_seed():
@@ -332,17 +396,25 @@ def test_recipe_is_one_pair_of_distinct_types_fixed_by_the_seed():
     assert len({make_world(s, 9, 4).recipe for s in range(30)}) > 1
 
 
-def test_upper_case_labels_are_playable():
+def test_upper_case_labels_are_playable_only_with_fold_case():
     """The released code lower-cases arguments but matches case-sensitively, so alnum labels with an
-    upper-case letter can never be named (the paper's alnum scheme solved 0/40). Here they can."""
-    world = next(w for w in (make_world(s, 9, 2, "alnum") for s in range(50))
-                 if any(c.isupper() for c in w.door_base + w.key_base + w.machine + "".join(w.types)))
-    v = Vault(world, 0)
+    upper-case letter can never be named (the paper's alnum scheme solved 0/40). fold_case fixes that."""
+    folded = Rules(fold_case=True)
+    world = next(w for w in (make_world(s, 9, 2, "alnum", fold_case=True) for s in range(50))
+                 if any(c.isupper() for c in w.door_base))
     door = world.doors[0]
+    typed = parse_action(f"examine {door}")[1]  # the parser lower-cases what the agent typed
+    assert Vault(world, 0).examine(typed) == f"You examine {typed}: nothing of note."  # released behaviour
+    v = Vault(world, 0, rules=folded)
     assert v.examine(door).startswith(f"You search {door}. Out falls ")
-    assert Vault(world, 0).examine(door.lower()) == Vault(world, 0).examine(door.upper())
-    seed = 0
-    episodes = [Episode(world, seed, budget_for(9))]
+    fresh = Vault(world, 0, rules=folded).examine(door)
+    assert Vault(world, 0, rules=folded).examine(typed) == fresh.replace(door, typed, 1)  # echoed as typed
+    canonical = Rules(fold_case=True, echo="canonical")
+    assert Vault(world, 0, rules=canonical).examine(typed) == Vault(world, 0, rules=canonical).examine(door)
+    stuck = [Episode(world, 0, budget_for(9))]
+    play(ScriptedAgent("optimal", 2), stuck, SamplingParams())
+    assert not stuck[0].record()["won"]
+    episodes = [Episode(world, 0, budget_for(9), rules=folded)]
     play(ScriptedAgent("optimal", 2), episodes, SamplingParams())
     assert episodes[0].stop_reason == "solved" and episodes[0].record()["built"]
 

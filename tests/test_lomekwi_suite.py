@@ -80,7 +80,7 @@ def test_llm_text_through_the_real_chat_template(tmp_path, tiny_model_dir):
         if "Out falls" in last:
             return "Something dropped.\npickup"
         door = prompt.split("locked doors: ")[1].split(",")[0]
-        return f"I will search a door.\n> Examine the {door}"
+        return f"I will search a door.\n> Examine {door}"
 
     backend = ScriptedBackend(AutoTokenizer.from_pretrained(tiny_model_dir), script, name="scripted-text")
     cfg = cfg_for(tmp_path, "limit=1", "suite.n_values=[9]", "suite.t_values=[2]", "suite.plots=false",
