@@ -463,3 +463,161 @@ def test_optimal_agent_grinds_where_building_does_not_pay():
     play(ScriptedAgent("optimal", t), eps, SamplingParams())
     assert not any(a[0] == "combine" for e in eps for a in e.actions)
     assert all(e.messages[-2]["content"].startswith("Plan: grind") for e in eps)
+
+
+# ------------------------------------------------------------------- echoes (released code vs canonical)
+
+# What the released lomekwi.py State answers, worked out from its code: it prints the door and key tokens as
+# the agent typed them (its door/key lookup reads the index as a number, so r_02 is door 2).
+TYPED_ECHOES = [
+    (("use", "m_01", "r_02"), "You don't have m_01.", "You don't have m_1."),
+    (("use", "o", "r_01"), "You operate the o on r_01. It yields m_1. (the o remains with you.)",
+     "You operate the o on r_1. It yields m_1. (the o remains with you.)"),
+    (("use", "m_02", "r_01"), "You use m_02 on r_01: it does not fit.", "You use m_2 on r_1: it does not fit."),
+    (("use", "m_001", "r_01"), "You use m_001 on r_01: it fits. r_01 opens.",
+     "You use m_1 on r_1: it fits. r_1 opens."),
+    (("use", "m_1", "r_001"), "r_001 is already open.", "r_1 is already open."),
+    (("use", "y", "r_02"), "You press the y to r_02: nothing.", "You press the y to r_2: nothing."),
+    (("use", "wall", "r_03"), "You use wall on r_03: nothing happens.", "You use wall on r_3: nothing happens."),
+    (("examine", "m_07"), "m_07: a small fitted object.", "m_7: a small fitted object."),
+]
+
+
+def test_labels_are_echoed_as_typed_by_default_and_canonically_on_request():
+    typed, canonical = Vault(W, 0), Vault(W, 0, rules=Rules(echo="canonical"))
+    for v in (typed, canonical):
+        v.has_machine, v.held_keys = True, {2}
+    assert typed.examine("r_02").startswith("You search r_02. Out falls ")
+    assert canonical.examine("r_02").startswith("You search r_2. Out falls ")
+    for action, released, smith in TYPED_ECHOES:
+        assert typed.step(action) == released
+        assert canonical.step(action) == smith
+
+
+def test_an_opened_door_echoed_as_typed_still_counts_once():
+    e = Episode(World(1, "r", "m", "o", ("y", "k"), ("k", "y")), 0, budget=5)
+    for text in ("examine r_01", "pickup", "use m_01 r_001"):
+        e.feed(text)
+    assert e.observations[-1] == "You use m_01 on r_001: it fits. r_001 opens."
+    assert e.stop_reason == "solved"
+    from smith.evals.lomekwi.importer import derive_facts
+
+    facts = derive_facts(e.world.labels(), 1, 5, e.actions, e.observations)
+    assert facts["won"] and facts["opened"] == 1
+
+
+# -------------------------------------------------------------------------------------- model failures
+
+
+class Flaky:
+    """A backend double: replies `examine r_1`, but every call whose batch holds a conversation of a
+    failing episode raises (as an HTTP client does)."""
+
+    name = "flaky"
+
+    def __init__(self, failing_turns: dict[int, set[int]]):
+        self.failing_turns, self.calls = failing_turns, 0
+
+    def chat(self, conversations, tools=None, params=None):
+        from smith.models.base import Generation
+
+        for c in conversations:
+            episode, turn = int(c[0]["content"]), (len(c) - 2) // 2
+            if turn in self.failing_turns.get(episode, set()):
+                raise RuntimeError(f"HTTP 503 for episode {episode}")
+        return [Generation(text="examine r_1") for _ in conversations]
+
+
+def test_a_failed_model_call_is_a_no_op_turn_not_the_end():
+    eps = [Episode(W, 0, budget=3, system_prompt=str(i)) for i in range(2)]
+    play(Flaky({0: {1}}), eps, SamplingParams())
+    failed, fine = eps
+    assert failed.unparsed == [{"turn": 1, "text": "", "api_error": "RuntimeError: HTTP 503 for episode 0"}]
+    assert failed.messages[4:6] == [{"role": "assistant", "content": ""}, {"role": "user", "content": NOOP_MESSAGE}]
+    assert failed.stop_reason == fine.stop_reason == "out_of_budget" and len(failed.actions) == 3
+    assert failed.turns == 4 and fine.turns == 3 and not fine.unparsed  # only the failing episode lost a turn
+    r = failed.record()
+    assert r["api_errors"] == 1 and r["usage"]["calls"] == 3  # successful calls, as the release counts them
+
+
+def test_four_failed_calls_in_a_row_end_the_episode_as_no_ops():
+    eps = [Episode(W, 0, budget=10, system_prompt="0")]
+    play(Flaky({0: {0, 1, 2, 3}}), eps, SamplingParams())
+    assert eps[0].stop_reason == "noop" and eps[0].api_errors == 4 and not eps[0].actions
+
+
+# ------------------------------------------------------------------------------- the released v1 world
+
+# The released single-shard world (run_lomekwi_llm.py), worked out from its code for seed 3, n = 3, letter
+# scheme: door x, key c, shard e, machine k.
+V1_TRACE = [
+    ("examine x_1", "You search x_1. Out falls c_1 and a e. You now hold 1 e(s)."),
+    ("examine e", "A small dull e. It is faintly warm, and the warmth grows when several are held together."),
+    ("combine e e", "You need at least two es to combine."),
+    ("examine x_02", "You search x_02. Out falls c_1 and a e. You now hold 2 e(s)."),
+    ("combine e e", "You combine two es. They fuse into a k (new). It persists."),
+    ("combine e e", "You already hold a k."),
+    ("combine e x", "You combine e and x: nothing happens."),
+    ("use k x_1", "You operate the k on x_1. It yields c_1. (the k remains with you.)"),
+    ("use c_1 x_1", "You use c_1 on x_1: it fits. x_1 opens."),
+    ("use e x_2", "You press the e to x_2: nothing."),
+    ("examine k", "A k. It has a recess; you are unsure what it does."),
+]
+
+
+def test_v1_world_reproduces_the_released_single_shard_world():
+    from smith.evals.lomekwi.env import V1_SYSTEM_PROMPT, make_v1_world
+
+    world = make_v1_world(3, 3)
+    assert world.labels() == {"door_base": "x", "key_base": "c", "byproduct": "e", "machine": "k"}
+    assert World.from_labels(world.labels(), 3) == world
+    e = Episode(world, 3, budget=None, max_turns=100)
+    assert e.messages[0]["content"] == V1_SYSTEM_PROMPT
+    assert e.messages[1]["content"].endswith(
+        "  use <object> <door>   - use an object on a door\nYou hold nothing yet. Things you obtain persist unless "
+        "stated otherwise.\n\nWhat do you do?")
+    e.feed("pickup")  # no pickup verb in v1: a no-op
+    assert e.unparsed and not e.actions
+    for text, obs in V1_TRACE:
+        e.feed(text)
+        assert e.observations[-1] == obs
+    r = e.record()
+    assert r["world"] == "v1" and r["hold_turn"] == 3 and r["build_turn"] == 4 and r["opened"] == 1
+    assert Vault(world, 0, hint=False).examine("e") == "A small dull e. Nothing remarkable."
+
+
+def test_scripted_optimal_agent_builds_in_the_v1_world():
+    from smith.evals.lomekwi.env import make_v1_world
+
+    eps = [Episode(make_v1_world(s, 9), s, budget_for(9)) for s in range(3)]
+    play(ScriptedAgent("optimal", 1), eps, SamplingParams())
+    assert all(e.record()["built"] and e.stop_reason == "solved" for e in eps)
+
+
+# ------------------------------------------------------------------ the released runner's two probes
+
+def _hold_both(e: Episode) -> None:
+    """Feed examines and pickups until both recipe types are held (seed 1 of W drops both quickly)."""
+    while not e.vault.holds_recipe():
+        e.feed("examine r_1")
+        e.feed("pickup")
+
+
+def test_commit_nudge_fires_once_when_the_recipe_is_first_held_unbuilt():
+    nudge = "You might commit to something."
+    e = Episode(W, 1, budget=100, rules=Rules(commit_nudge=nudge))
+    _hold_both(e)
+    assert e.messages[-1]["content"].endswith("What next?\n\n" + nudge)
+    assert e.nudge_turn == e.turns - 1 and e.record()["nudge_turn"] == e.nudge_turn
+    e.feed("examine r_2")
+    assert not e.messages[-1]["content"].endswith(nudge)
+    plain = Episode(W, 1, budget=100)
+    _hold_both(plain)
+    assert plain.messages[-1]["content"].endswith("What next?") and plain.nudge_turn is None
+
+
+def test_stop_on_build_ends_the_episode_at_the_fuse():
+    e = Episode(W, 1, budget=100, rules=Rules(stop_on_build=True))
+    _hold_both(e)
+    assert e.feed("combine k y") is False
+    assert e.stop_reason == "built" and e.record()["built"] and e.build_turn == len(e.actions) - 1

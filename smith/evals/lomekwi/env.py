@@ -808,15 +808,17 @@ class Episode:
             self.stop_reason, tail = "out_of_budget", f"\n\nBudget exhausted ({self.budget} actions). You fail."
         elif self._stale >= self.no_progress_window:
             self.stop_reason, tail = "no_progress", ""
-        elif self.turns >= self.max_turns:
-            self.stop_reason, tail = "max_turns", ""
         else:
-            tail = "\n\n" + self.vault.status_line(self.budget, self.spent()) + self._nudge(t)
+            nudge = self._nudge(t)  # the released loop decides the nudge before its turn cap, so the last turn counts
+            if self.turns >= self.max_turns:
+                self.stop_reason, tail = "max_turns", ""
+            else:
+                tail = "\n\n" + self.vault.status_line(self.budget, self.spent()) + nudge
         self.messages += [{"role": "assistant", "content": text}, {"role": "user", "content": obs + tail}]
         return not self.done
 
     def _nudge(self, turn: int) -> str:
-        """The commitment nudge, once, on the first continuing turn that holds the recipe unbuilt."""
+        """The commitment nudge, once, on the first turn after which the recipe is held unbuilt."""
         nudge = self.rules.commit_nudge
         if not nudge or self.nudge_turn is not None or self.vault.has_machine or not self.vault.holds_recipe():
             return ""
