@@ -436,6 +436,30 @@ def test_replaying_released_rows_reproduces_every_observation():
         assert v.solved() == row["solved"]
 
 
+RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "lomekwi_release" / "runs" / "lomekwi"
+
+
+def _parse_mismatches(rows: list[dict], parser: str) -> tuple[int, int]:
+    turns = wrong = 0
+    for row in rows:
+        labels = Vault(World.from_labels(row["labels"], row["n"]), 0).label_set()
+        for text, action in zip(row["agent_texts"], row["actions"], strict=True):
+            turns += 1
+            wrong += extract_action(text, labels, parser) != tuple(action)
+    return turns, wrong
+
+
+def test_default_parser_reads_every_released_text_as_recorded():
+    assert _parse_mismatches(fixture_rows(), "upstream") == (sum(len(r["actions"]) for r in fixture_rows()), 0)
+
+
+@pytest.mark.skipif(not RELEASE.exists(), reason="shared/data/lomekwi_release is not beside the checkout")
+def test_default_parser_agrees_with_all_59912_released_turns():
+    rows = [json.loads(line) for p in sorted(RELEASE.rglob("episodes.jsonl")) for line in p.read_text().splitlines()]
+    assert _parse_mismatches(rows, "upstream") == (59912, 0)
+    assert _parse_mismatches(rows, "smith") == (59912, 466)  # the stricter reading differs where documented
+
+
 # ------------------------------------------------------------------------------------------- the agents
 
 
