@@ -38,15 +38,18 @@ Transition table (each row is tested in tests/test_lomekwi_env.py; D door, K key
 21 use anything else on D         -                       "You use X on D: nothing happens."
 
 Episode protocol: the first parseable line of a reply acts; four unparseable replies in a row end the
-episode ("noop"); it also ends when all doors are open ("solved"), when the budgeted actions reach the
-budget ("out_of_budget"), after 20 executed actions without state progress ("no_progress", measured as
-the reference code does: see `progress_key`), or at the turn cap ("max_turns", 2B + 2n + 80 as in the
-released sweep).
+episode ("noop"), a failed model call counting as one; it also ends when all doors are open ("solved"),
+when the budgeted actions reach the budget ("out_of_budget"), after 20 executed actions without state
+progress ("no_progress", measured as the reference code does: see `progress_key`), or at the turn cap
+("max_turns", 2B + 2n + 80 as in the released sweep). Differential checks against the released runner
+(same reply streams, failed calls included) give identical transcripts, actions, observations and stops.
 
-One deliberate departure from the released code: it lower-cases arguments but compares them to the
-labels case-sensitively, so no label with an upper-case letter can ever be named and the alnum scheme is
-unwinnable (the paper's 0/40, Appendix C). Here labels are matched case-insensitively, and the alnum
-scheme draws labels that stay distinct (edit distance >= 3) after case folding.
+The defaults are the released code's behaviour wherever it decides a number or what the model reads:
+its parser (`parse_action`), labels echoed as typed (D and K above are the agent's spelling, "r_02"), and
+lower-cased arguments compared with the labels case-sensitively (so a label with an upper-case letter can
+never be named: the paper's alnum ablation). `Rules` holds smith's stricter readings as named switches
+(parser="smith", echo="canonical", fold_case=True) and the released runner's commit nudge and
+stop-on-build probes; `V1Vault` is the released single-shard world.
 """
 
 from __future__ import annotations
