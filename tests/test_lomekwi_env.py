@@ -612,10 +612,16 @@ def test_v1_world_reproduces_the_released_single_shard_world():
 
 def test_scripted_optimal_agent_builds_in_the_v1_world():
     from smith.evals.lomekwi.env import make_v1_world
+    from smith.evals.lomekwi.importer import export_row, import_row
 
     eps = [Episode(make_v1_world(s, 9), s, budget_for(9)) for s in range(3)]
     play(ScriptedAgent("optimal", 1), eps, SamplingParams())
     assert all(e.record()["built"] and e.stop_reason == "solved" for e in eps)
+    for s, e in enumerate(eps):  # a v1 record survives the released row format with the same facts
+        r = {"key": f"v1|{s}", "model": "scripted:optimal", "seed": s, **e.record()}
+        back = import_row(export_row(r))
+        fields = ("held", "hold_turn", "built", "build_turn", "won", "total_actions", "pickups", "stop_reason")
+        assert {f: back[f] for f in fields} == {f: r[f] for f in fields}
 
 
 # ------------------------------------------------------------------ the released runner's two probes

@@ -42,7 +42,7 @@ def derive_facts(labels: dict[str, Any], n: int, budget: int | None, actions: li
     if len(actions) != len(observations):
         raise ValueError(f"{len(actions)} actions but {len(observations)} observations; the row is truncated")
     seen = Observed()
-    recipe = list(labels["recipe"])
+    recipe = [labels["byproduct"]] * 2 if "byproduct" in labels else list(labels["recipe"])  # v1: two shards
     hold_turn = build_turn = None
     stale = 0
     for i, (act, obs) in enumerate(zip(actions, observations, strict=True)):
@@ -98,7 +98,8 @@ def import_row(row: dict[str, Any], source: str = "") -> dict[str, Any]:
 
 
 def _label_strings(labels: dict[str, Any]) -> list[str]:
-    return [labels["door_base"], labels["key_base"], labels["machine"], *labels["types"]]
+    kinds = [labels["byproduct"]] if "byproduct" in labels else labels["types"]
+    return [labels["door_base"], labels["key_base"], labels["machine"], *kinds]
 
 
 def read_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
@@ -130,7 +131,8 @@ def export_row(record: dict[str, Any]) -> dict[str, Any]:
     usage = {k: int(record.get("usage", {}).get(k, 0)) for k in RELEASED_USAGE}
     return {
         "model": record["model"], "n": record["n"], "n_types": record["n_types"], "hint": record["hint"],
-        "variant": "v3_pickup", "budget": record["budget"], "relabel_seed": record["seed"],
+        "variant": "v1" if record.get("world") == "v1" else "v3_pickup", "budget": record["budget"],
+        "relabel_seed": record["seed"],
         "drop_seed": record["drop_seed"], "labels": record["labels"], "actions": record["actions"],
         "agent_texts": record["agent_texts"], "obs": record["observations"], "solved": record["won"],
         "total_actions": record["total_actions"], "pickups": record["pickups"], "usage": usage,
