@@ -15,7 +15,9 @@ from smith.evals.lomekwi.costs import expected_grind
 from smith.evals.lomekwi.env import (
     NOOP_MESSAGE,
     SYSTEM_PROMPT,
+    V1_VERBS,
     Episode,
+    Rules,
     Vault,
     World,
     _edit_distance,
@@ -57,7 +59,9 @@ def test_row1_examine_door_drops_a_type_then_a_key_on_the_ground():
     assert v.ground_keys == {int(m.group(1))} and v.ground_types == {m.group(2): 1}
     assert not v.held_keys and not v.held_types  # nothing is held until pickup
     assert Vault(W, drop_seed=3).examine("r_2") == obs  # the drop stream is seeded
-    assert Vault(W, drop_seed=3).examine("R_2") == obs  # labels match whatever their case
+    assert Vault(W, drop_seed=3).examine("R_2") == "You examine R_2: nothing of note."  # the released code
+    folded = Vault(W, drop_seed=3, rules=Rules(fold_case=True, echo="canonical"))
+    assert folded.examine("R_2") == obs  # fold_case: labels match whatever their case
     assert v.examine("r_4") == "You examine r_4: nothing of note."  # only doors 1..n drop
 
 
@@ -249,6 +253,43 @@ def test_record_carries_what_the_metrics_need():
 # ---------------------------------------------------------------------------------------------- parser
 
 
+# Expected values of the released parser (lomekwi.py `parse`), worked out by hand from its code: the fillers
+# split only in lower case, the article cleaner never fires (it wants whitespace after the article inside
+# a token that was already split on whitespace), and no punctuation is stripped.
+UPSTREAM_CASES = [
+    ("examine r_1", ("examine", "r_1")),
+    ("EXAMINE R_1", ("examine", "r_1")),
+    ("Examine: r_1", ("examine", "r_1")),
+    ("> use m_1 on r_1", ("use", "m_1", "r_1")),
+    ("use n_1, ON y", ("use", "n_1", "on")),
+    ("combine foo WITH bar", ("combine", "foo", "with")),
+    ("examine the t_7", ("examine", "the")),
+    ("Examine a", ("examine", "a")),
+    ("examine t.", ("examine", "t.")),
+    ("use `m_1` on `r_1`.", ("use", "`m_1`", "`r_1`.")),
+    ("combine a foo with a bar", ("combine", "a", "foo")),
+    ("combine foo,bar", ("combine", "foo", "bar")),
+    ("combine x_on y", ("combine", "x_on", "y")),
+    ("combine on-x y", ("combine", "-x", "y")),
+    ("use m_1 toward r_1", ("use", "m_1", "toward")),
+    ("PICKUP everything please", ("pickup",)),
+    ("examine", None),
+    ("examiner r_1", None),
+    ("**examine r_1**", None),
+    ("u\u017fe m_1 r_1", None),  # the long s matches 's' ignoring case, but the verb is then no verb
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), UPSTREAM_CASES)
+def test_default_parser_reads_a_line_as_the_released_code(line, expected):
+    assert parse_action(line) == expected
+
+
+def test_v1_parser_has_no_pickup():
+    assert parse_action("pickup", verbs=V1_VERBS) is None
+    assert extract_action("pickup\nexamine r_1", verbs=V1_VERBS) == ("examine", "r_1")
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     ("examine r_1", ("examine", "r_1")),
     ("EXAMINE R_1", ("examine", "r_1")),
@@ -273,14 +314,24 @@ def test_record_carries_what_the_metrics_need():
     ("examiner r_1", None),
     ("**examine r_1**", None),
 ])
-def test_parser_cases(line, expected):
-    assert parse_action(line) == expected
+def test_smith_parser_cases(line, expected):
+    assert parse_action(line, parser="smith") == expected
 
 
-def test_an_article_that_is_a_label_is_kept():
-    assert parse_action("combine a k") is None  # 'a' read as an article: one argument left
-    assert parse_action("combine a k", frozenset({"a", "k"})) == ("combine", "a", "k")
-    assert parse_action("combine a a k", frozenset({"a", "k"})) == ("combine", "a", "a")
+def test_smith_parser_keeps_an_article_that_is_a_label():
+    assert parse_action("combine a k", parser="smith") is None  # 'a' read as an article: one argument left
+    assert parse_action("combine a k", frozenset({"a", "k"}), "smith") == ("combine", "a", "k")
+    assert parse_action("combine a a k", frozenset({"a", "k"}), "smith") == ("combine", "a", "a")
+    with pytest.raises(ValueError, match="unknown parser"):
+        parse_action("examine r_1", parser="strict")
+
+
+def test_episode_uses_the_chosen_parser():
+    upstream, smith = Episode(W, 0, budget=5), Episode(W, 0, budget=5, rules=Rules(parser="smith"))
+    for e in (upstream, smith):
+        e.feed("examine the r_1")
+    assert upstream.observations == ["You examine the: nothing of note."]
+    assert smith.observations[0].startswith("You search r_1. Out falls ")
 
 
 def test_extract_action_takes_the_first_parseable_line():
@@ -317,11 +368,24 @@ def test_tokens_scheme_is_pronounceable_nonsense_at_edit_distance_three():
         assert all(_edit_distance(x, y) >= 3 for i, x in enumerate(labels) for y in labels[i + 1:])
 
 
-def test_alnum_labels_stay_apart_after_case_folding():
+def test_alnum_labels_stay_apart_after_case_folding_when_case_is_folded():
     for seed in range(20):
-        labels = [x.casefold() for x in relabel(ELEMENTS, seed, "alnum").values()]
+        labels = [x.casefold() for x in relabel(ELEMENTS, seed, "alnum", fold_case=True).values()]
         assert all(re.fullmatch(r"[a-z0-9]{4,8}", x) for x in labels)
         assert all(_edit_distance(x, y) >= 3 for i, x in enumerate(labels) for y in labels[i + 1:])
+
+
+def test_alnum_draw_is_the_released_one_by_default():
+    """The released draw: the same generator, distance on the raw strings. Seed 0's first label by hand:
+    Random(13) gives length randint(4, 8) then that many choices from [a-zA-Z0-9]."""
+    import random
+
+    rng = random.Random(0 * 7919 + 13)
+    first = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(rng.randint(4, 8)))
+    labels = relabel(ELEMENTS, 0, "alnum")
+    assert labels["door"] == first
+    raw = list(labels.values())
+    assert all(_edit_distance(x, y) >= 3 for i, x in enumerate(raw) for y in raw[i + 1:])
 
 
 def test_recipe_is_one_pair_of_distinct_types_fixed_by_the_seed():
@@ -332,17 +396,25 @@ def test_recipe_is_one_pair_of_distinct_types_fixed_by_the_seed():
     assert len({make_world(s, 9, 4).recipe for s in range(30)}) > 1
 
 
-def test_upper_case_labels_are_playable():
+def test_upper_case_labels_are_playable_only_with_fold_case():
     """The released code lower-cases arguments but matches case-sensitively, so alnum labels with an
-    upper-case letter can never be named (the paper's alnum scheme solved 0/40). Here they can."""
-    world = next(w for w in (make_world(s, 9, 2, "alnum") for s in range(50))
-                 if any(c.isupper() for c in w.door_base + w.key_base + w.machine + "".join(w.types)))
-    v = Vault(world, 0)
+    upper-case letter can never be named (the paper's alnum scheme solved 0/40). fold_case fixes that."""
+    folded = Rules(fold_case=True)
+    world = next(w for w in (make_world(s, 9, 2, "alnum", fold_case=True) for s in range(50))
+                 if any(c.isupper() for c in w.door_base))
     door = world.doors[0]
+    typed = parse_action(f"examine {door}")[1]  # the parser lower-cases what the agent typed
+    assert Vault(world, 0).examine(typed) == f"You examine {typed}: nothing of note."  # released behaviour
+    v = Vault(world, 0, rules=folded)
     assert v.examine(door).startswith(f"You search {door}. Out falls ")
-    assert Vault(world, 0).examine(door.lower()) == Vault(world, 0).examine(door.upper())
-    seed = 0
-    episodes = [Episode(world, seed, budget_for(9))]
+    fresh = Vault(world, 0, rules=folded).examine(door)
+    assert Vault(world, 0, rules=folded).examine(typed) == fresh.replace(door, typed, 1)  # echoed as typed
+    canonical = Rules(fold_case=True, echo="canonical")
+    assert Vault(world, 0, rules=canonical).examine(typed) == Vault(world, 0, rules=canonical).examine(door)
+    stuck = [Episode(world, 0, budget_for(9))]
+    play(ScriptedAgent("optimal", 2), stuck, SamplingParams())
+    assert not stuck[0].record()["won"]
+    episodes = [Episode(world, 0, budget_for(9), rules=folded)]
     play(ScriptedAgent("optimal", 2), episodes, SamplingParams())
     assert episodes[0].stop_reason == "solved" and episodes[0].record()["built"]
 
@@ -362,6 +434,30 @@ def test_replaying_released_rows_reproduces_every_observation():
         v = Vault(World.from_labels(row["labels"], row["n"]), row["drop_seed"], row["hint"])
         assert [v.step(tuple(a)) for a in row["actions"]] == row["obs"]
         assert v.solved() == row["solved"]
+
+
+RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "lomekwi_release" / "runs" / "lomekwi"
+
+
+def _parse_mismatches(rows: list[dict], parser: str) -> tuple[int, int]:
+    turns = wrong = 0
+    for row in rows:
+        labels = Vault(World.from_labels(row["labels"], row["n"]), 0).label_set()
+        for text, action in zip(row["agent_texts"], row["actions"], strict=True):
+            turns += 1
+            wrong += extract_action(text, labels, parser) != tuple(action)
+    return turns, wrong
+
+
+def test_default_parser_reads_every_released_text_as_recorded():
+    assert _parse_mismatches(fixture_rows(), "upstream") == (sum(len(r["actions"]) for r in fixture_rows()), 0)
+
+
+@pytest.mark.skipif(not RELEASE.exists(), reason="shared/data/lomekwi_release is not beside the checkout")
+def test_default_parser_agrees_with_all_59912_released_turns():
+    rows = [json.loads(line) for p in sorted(RELEASE.rglob("episodes.jsonl")) for line in p.read_text().splitlines()]
+    assert _parse_mismatches(rows, "upstream") == (59912, 0)
+    assert _parse_mismatches(rows, "smith") == (59912, 466)  # the stricter reading differs where documented
 
 
 # ------------------------------------------------------------------------------------------- the agents
@@ -391,3 +487,167 @@ def test_optimal_agent_grinds_where_building_does_not_pay():
     play(ScriptedAgent("optimal", t), eps, SamplingParams())
     assert not any(a[0] == "combine" for e in eps for a in e.actions)
     assert all(e.messages[-2]["content"].startswith("Plan: grind") for e in eps)
+
+
+# ------------------------------------------------------------------- echoes (released code vs canonical)
+
+# What the released lomekwi.py State answers, worked out from its code: it prints the door and key tokens as
+# the agent typed them (its door/key lookup reads the index as a number, so r_02 is door 2).
+TYPED_ECHOES = [
+    (("use", "m_01", "r_02"), "You don't have m_01.", "You don't have m_1."),
+    (("use", "o", "r_01"), "You operate the o on r_01. It yields m_1. (the o remains with you.)",
+     "You operate the o on r_1. It yields m_1. (the o remains with you.)"),
+    (("use", "m_02", "r_01"), "You use m_02 on r_01: it does not fit.", "You use m_2 on r_1: it does not fit."),
+    (("use", "m_001", "r_01"), "You use m_001 on r_01: it fits. r_01 opens.",
+     "You use m_1 on r_1: it fits. r_1 opens."),
+    (("use", "m_1", "r_001"), "r_001 is already open.", "r_1 is already open."),
+    (("use", "y", "r_02"), "You press the y to r_02: nothing.", "You press the y to r_2: nothing."),
+    (("use", "wall", "r_03"), "You use wall on r_03: nothing happens.", "You use wall on r_3: nothing happens."),
+    (("examine", "m_07"), "m_07: a small fitted object.", "m_7: a small fitted object."),
+]
+
+
+def test_labels_are_echoed_as_typed_by_default_and_canonically_on_request():
+    typed, canonical = Vault(W, 0), Vault(W, 0, rules=Rules(echo="canonical"))
+    for v in (typed, canonical):
+        v.has_machine, v.held_keys = True, {2}
+    assert typed.examine("r_02").startswith("You search r_02. Out falls ")
+    assert canonical.examine("r_02").startswith("You search r_2. Out falls ")
+    for action, released, smith in TYPED_ECHOES:
+        assert typed.step(action) == released
+        assert canonical.step(action) == smith
+
+
+def test_an_opened_door_echoed_as_typed_still_counts_once():
+    e = Episode(World(1, "r", "m", "o", ("y", "k"), ("k", "y")), 0, budget=5)
+    for text in ("examine r_01", "pickup", "use m_01 r_001"):
+        e.feed(text)
+    assert e.observations[-1] == "You use m_01 on r_001: it fits. r_001 opens."
+    assert e.stop_reason == "solved"
+    from smith.evals.lomekwi.importer import derive_facts
+
+    facts = derive_facts(e.world.labels(), 1, 5, e.actions, e.observations)
+    assert facts["won"] and facts["opened"] == 1
+
+
+# -------------------------------------------------------------------------------------- model failures
+
+
+class Flaky:
+    """A backend double: replies `examine r_1`, but every call whose batch holds a conversation of a
+    failing episode raises (as an HTTP client does)."""
+
+    name = "flaky"
+
+    def __init__(self, failing_turns: dict[int, set[int]]):
+        self.failing_turns, self.calls = failing_turns, 0
+
+    def chat(self, conversations, tools=None, params=None):
+        from smith.models.base import Generation
+
+        for c in conversations:
+            episode, turn = int(c[0]["content"]), (len(c) - 2) // 2
+            if turn in self.failing_turns.get(episode, set()):
+                raise RuntimeError(f"HTTP 503 for episode {episode}")
+        return [Generation(text="examine r_1") for _ in conversations]
+
+
+def test_a_failed_model_call_is_a_no_op_turn_not_the_end():
+    eps = [Episode(W, 0, budget=3, system_prompt=str(i)) for i in range(2)]
+    play(Flaky({0: {1}}), eps, SamplingParams())
+    failed, fine = eps
+    assert failed.unparsed == [{"turn": 1, "text": "", "api_error": "RuntimeError: HTTP 503 for episode 0"}]
+    assert failed.messages[4:6] == [{"role": "assistant", "content": ""}, {"role": "user", "content": NOOP_MESSAGE}]
+    assert failed.stop_reason == fine.stop_reason == "out_of_budget" and len(failed.actions) == 3
+    assert failed.turns == 4 and fine.turns == 3 and not fine.unparsed  # only the failing episode lost a turn
+    r = failed.record()
+    assert r["api_errors"] == 1 and r["usage"]["calls"] == 3  # successful calls, as the release counts them
+
+
+def test_four_failed_calls_in_a_row_end_the_episode_as_no_ops():
+    eps = [Episode(W, 0, budget=10, system_prompt="0")]
+    play(Flaky({0: {0, 1, 2, 3}}), eps, SamplingParams())
+    assert eps[0].stop_reason == "noop" and eps[0].api_errors == 4 and not eps[0].actions
+
+
+# ------------------------------------------------------------------------------- the released v1 world
+
+# The released single-shard world (run_lomekwi_llm.py), worked out from its code for seed 3, n = 3, letter
+# scheme: door x, key c, shard e, machine k.
+V1_TRACE = [
+    ("examine x_1", "You search x_1. Out falls c_1 and a e. You now hold 1 e(s)."),
+    ("examine e", "A small dull e. It is faintly warm, and the warmth grows when several are held together."),
+    ("combine e e", "You need at least two es to combine."),
+    ("examine x_02", "You search x_02. Out falls c_1 and a e. You now hold 2 e(s)."),
+    ("combine e e", "You combine two es. They fuse into a k (new). It persists."),
+    ("combine e e", "You already hold a k."),
+    ("combine e x", "You combine e and x: nothing happens."),
+    ("use k x_1", "You operate the k on x_1. It yields c_1. (the k remains with you.)"),
+    ("use c_1 x_1", "You use c_1 on x_1: it fits. x_1 opens."),
+    ("use e x_2", "You press the e to x_2: nothing."),
+    ("examine k", "A k. It has a recess; you are unsure what it does."),
+]
+
+
+def test_v1_world_reproduces_the_released_single_shard_world():
+    from smith.evals.lomekwi.env import V1_SYSTEM_PROMPT, make_v1_world
+
+    world = make_v1_world(3, 3)
+    assert world.labels() == {"door_base": "x", "key_base": "c", "byproduct": "e", "machine": "k"}
+    assert World.from_labels(world.labels(), 3) == world
+    e = Episode(world, 3, budget=None, max_turns=100)
+    assert e.messages[0]["content"] == V1_SYSTEM_PROMPT
+    assert e.messages[1]["content"].endswith(
+        "  use <object> <door>   - use an object on a door\nYou hold nothing yet. Things you obtain persist unless "
+        "stated otherwise.\n\nWhat do you do?")
+    e.feed("pickup")  # no pickup verb in v1: a no-op
+    assert e.unparsed and not e.actions
+    for text, obs in V1_TRACE:
+        e.feed(text)
+        assert e.observations[-1] == obs
+    r = e.record()
+    assert r["world"] == "v1" and r["hold_turn"] == 3 and r["build_turn"] == 4 and r["opened"] == 1
+    assert Vault(world, 0, hint=False).examine("e") == "A small dull e. Nothing remarkable."
+
+
+def test_scripted_optimal_agent_builds_in_the_v1_world():
+    from smith.evals.lomekwi.env import make_v1_world
+    from smith.evals.lomekwi.importer import export_row, import_row
+
+    eps = [Episode(make_v1_world(s, 9), s, budget_for(9)) for s in range(3)]
+    play(ScriptedAgent("optimal", 1), eps, SamplingParams())
+    assert all(e.record()["built"] and e.stop_reason == "solved" for e in eps)
+    for s, e in enumerate(eps):  # a v1 record survives the released row format with the same facts
+        r = {"key": f"v1|{s}", "model": "scripted:optimal", "seed": s, **e.record()}
+        back = import_row(export_row(r))
+        fields = ("held", "hold_turn", "built", "build_turn", "won", "total_actions", "pickups", "stop_reason")
+        assert {f: back[f] for f in fields} == {f: r[f] for f in fields}
+
+
+# ------------------------------------------------------------------ the released runner's two probes
+
+def _hold_both(e: Episode) -> None:
+    """Feed examines and pickups until both recipe types are held (seed 1 of W drops both quickly)."""
+    while not e.vault.holds_recipe():
+        e.feed("examine r_1")
+        e.feed("pickup")
+
+
+def test_commit_nudge_fires_once_when_the_recipe_is_first_held_unbuilt():
+    nudge = "You might commit to something."
+    e = Episode(W, 1, budget=100, rules=Rules(commit_nudge=nudge))
+    _hold_both(e)
+    assert e.messages[-1]["content"].endswith("What next?\n\n" + nudge)
+    assert e.nudge_turn == e.turns - 1 and e.record()["nudge_turn"] == e.nudge_turn
+    e.feed("examine r_2")
+    assert not e.messages[-1]["content"].endswith(nudge)
+    plain = Episode(W, 1, budget=100)
+    _hold_both(plain)
+    assert plain.messages[-1]["content"].endswith("What next?") and plain.nudge_turn is None
+
+
+def test_stop_on_build_ends_the_episode_at_the_fuse():
+    e = Episode(W, 1, budget=100, rules=Rules(stop_on_build=True))
+    _hold_both(e)
+    assert e.feed("combine k y") is False
+    assert e.stop_reason == "built" and e.record()["built"] and e.build_turn == len(e.actions) - 1

@@ -243,8 +243,24 @@ def test_round_trip_through_the_released_format_scores_identically():
 
 def test_env_facts_equal_facts_derived_from_its_observations():
     for r in _smith_records():
-        derived = derive_facts(r["labels"], r["n"], r["budget"], r["actions"], r["observations"])
+        derived = derive_facts(r["labels"], r["n"], r["budget"], r["actions"], r["observations"],
+                               calls=r["usage"]["calls"])
         assert {k: r[k] for k in derived} == derived
+
+
+def test_a_turn_cap_reached_through_unparseable_turns_imports_as_max_turns():
+    """The released rows list only parsed turns; their `usage.calls` counts every turn, so a turn-cap stop
+    after unparseable replies is read as max_turns, not noop."""
+    e = Episode(make_world(0, 9, 4), 0, budget_for(9), max_turns=8)
+    play(NoisyText(), [e], SamplingParams())
+    r = {"key": episode_key("noisy-double", 9, 4, 0), "model": "noisy-double", "seed": 0, **e.record()}
+    assert r["stop_reason"] == "max_turns" and r["unparsed"] and len(r["actions"]) < 8 == r["turns"]
+    row = export_row(r)
+    assert row["usage"]["calls"] == 8
+    assert derive_facts(row["labels"], 9, row["budget"], row["actions"], row["obs"], max_turns=8,
+                        calls=row["usage"]["calls"])["stop_reason"] == "max_turns"
+    assert derive_facts(row["labels"], 9, row["budget"], row["actions"], row["obs"],
+                        max_turns=8)["stop_reason"] == "noop"  # without the calls the row cannot tell
 
 
 # -------------------------------------------------------------------------------------- the full release

@@ -80,7 +80,7 @@ def test_llm_text_through_the_real_chat_template(tmp_path, tiny_model_dir):
         if "Out falls" in last:
             return "Something dropped.\npickup"
         door = prompt.split("locked doors: ")[1].split(",")[0]
-        return f"I will search a door.\n> Examine the {door}"
+        return f"I will search a door.\n> Examine {door}"
 
     backend = ScriptedBackend(AutoTokenizer.from_pretrained(tiny_model_dir), script, name="scripted-text")
     cfg = cfg_for(tmp_path, "limit=1", "suite.n_values=[9]", "suite.t_values=[2]", "suite.plots=false",
@@ -152,3 +152,36 @@ def test_grinder_wins_as_often_as_the_coupon_collector_allows(tmp_path):
     theory = sum(p_collect_all(n, budget_for(n) - n) for n in (9, 10, 11)) / 3
     lo, hi = wilson(g["counts"]["win"], g["N"])
     assert g["N"] == 180 and lo <= theory <= hi
+
+
+def test_rule_options_reach_the_episodes(tmp_path):
+    """suite.parser / echo / fold_case / commit_nudge / stop_on_build configure every episode; the summary
+    records them."""
+    nudge = "Perhaps commit."
+    summary = lomekwi.run(cfg_for(tmp_path, "model=scripted:optimal", "limit=2", "suite.n_values=[9]",
+                                  "suite.t_values=[3]", "suite.plots=false", "suite.parser=smith",
+                                  "suite.echo=canonical", "suite.fold_case=true", f"suite.commit_nudge='{nudge}'",
+                                  "suite.stop_on_build=true"))
+    assert summary["config"]["rules"] == {"parser": "smith", "echo": "canonical", "fold_case": True,
+                                          "commit_nudge": nudge, "stop_on_build": True}
+    log = rows(tmp_path / "episodes.jsonl")
+    assert [r["stop_reason"] for r in log] == ["built", "built"]
+    for r in log:  # the optimal agent holds the recipe a turn before it fuses: the nudge fired once
+        assert r["nudge_turn"] is not None and r["build_turn"] == len(r["actions"]) - 1
+
+
+def test_v1_world_option_plays_the_single_shard_world(tmp_path):
+    summary = lomekwi.run(cfg_for(tmp_path, "model=scripted:optimal", "limit=2", "suite.n_values=[9,10]",
+                                  "suite.plots=false", "suite.world=v1"))
+    log = rows(tmp_path / "episodes.jsonl")
+    assert [(r["n"], r["n_types"], r["world"]) for r in log] == [(9, 1, "v1")] * 2 + [(10, 1, "v1")] * 2
+    assert all("byproduct" in r["labels"] and r["won"] and r["built"] for r in log)
+    assert summary["config"]["cells"] == [(9, 1), (10, 1)]
+
+
+@pytest.mark.parametrize("override", ["suite.parser=strict", "suite.echo=loud", "suite.world=v2"])
+def test_unknown_rule_values_are_one_clear_error(tmp_path, override):
+    from smith.evals.lomekwi import check
+
+    with pytest.raises(ConfigError, match="known:"):
+        check(cfg_for(tmp_path, "model=scripted:optimal", override))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,17 @@ from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
 from smith.evals.lomekwi import costs, importer, metrics, plots, published
 from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
-from smith.evals.lomekwi.env import SYSTEM_PROMPT, Episode, budget_for, make_world, max_turns_for
+from smith.evals.lomekwi.env import (
+    WORLDS,
+    Episode,
+    Rules,
+    World,
+    budget_for,
+    make_v1_world,
+    make_world,
+    max_turns_for,
+    system_prompt_for,
+)
 from smith.models.base import ChatBackend, SamplingParams
 
 FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_turn", "built", "build_turn",
@@ -40,11 +51,39 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
         except FileNotFoundError as e:
             raise ConfigError(str(e)) from None
         return []
+    rules(cfg.suite)
+    if str(cfg.suite.get("world", "pickup")) not in WORLDS:
+        raise ConfigError(f"suite.world={cfg.suite.world} not found; known: {', '.join(WORLDS)}")
     spec = str(cfg.model)
     if spec.startswith("scripted:"):
         _scripted(spec)
         return []
     return [("model", spec)]
+
+
+def rules(s: DictConfig) -> Rules:
+    """The suite's rule switches (parser, echo, fold_case, commit_nudge, stop_on_build), checked."""
+    try:
+        return Rules(parser=str(s.get("parser", "upstream")), echo=str(s.get("echo", "typed")),
+                     fold_case=bool(s.get("fold_case", False)), commit_nudge=s.get("commit_nudge") or None,
+                     stop_on_build=bool(s.get("stop_on_build", False)))
+    except ValueError as e:
+        raise ConfigError(f"suite=lomekwi: {e}") from None
+
+
+def cells_of(s: DictConfig) -> list[tuple[int, int]]:
+    """The sweep's (n, T) cells; the v1 world has one shard kind, so T = 1 and t_values is not used."""
+    if str(s.get("world", "pickup")) == "v1":
+        return [(int(n), 1) for n in s.n_values]
+    return [(int(n), int(t)) for n in s.n_values for t in s.t_values]
+
+
+def world_for(s: DictConfig, seed: int, n: int, t: int) -> World:
+    """The world of one episode of the sweep."""
+    fold = bool(s.get("fold_case", False))
+    if str(s.get("world", "pickup")) == "v1":
+        return make_v1_world(seed, n, str(s.scheme), fold)
+    return make_world(seed, n, t, str(s.scheme), fold)
 
 
 def _scripted(spec: str) -> str:
@@ -86,7 +125,8 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
     s = cfg.suite
     model = backend.name if backend is not None else str(cfg.model)
     log = EpisodeLog(out / "episodes.jsonl")
-    cells = [(int(n), int(t)) for n in s.n_values for t in s.t_values]
+    cells = cells_of(s)
+    game = rules(s)
     limit = int(cfg.limit) if cfg.get("limit") else None
     todo = [(n, t, seed) for ci, (n, t) in enumerate(cells) for seed in cell_seeds(ci, int(s.reps), limit)
             if importer.episode_key(model, n, t, seed) not in log]
@@ -100,9 +140,10 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
             for i in range(0, len(seeds), int(s.batch_size)):
                 batch = seeds[i: i + int(s.batch_size)]
                 budget = budget_for(n, float(s.budget_mult))
-                episodes = [Episode(make_world(seed, n, t, str(s.scheme)), seed, budget, bool(s.hint),
-                                    max_turns_for(n, budget), int(s.no_progress_window),
-                                    SYSTEM_PROMPT + str(s.get("system_suffix") or "")) for seed in batch]
+                worlds = [world_for(s, seed, n, t) for seed in batch]
+                episodes = [Episode(w, seed, budget, bool(s.hint), max_turns_for(n, budget), int(s.no_progress_window),
+                                    system_prompt_for(w) + str(s.get("system_suffix") or ""), game)
+                            for seed, w in zip(batch, worlds, strict=True)]
                 t0 = time.time()
                 play(agent, episodes, params, bar)
                 for seed, e in zip(batch, episodes, strict=True):
@@ -111,7 +152,8 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
     records = list(log)
     summary = _summarize(records, out, mode="play", draw=bool(s.get("plots", True)))
     summary["config"] = {"cells": cells, "reps": int(s.reps), "limit": limit, "scheme": str(s.scheme),
-                         "hint": bool(s.hint), "budgets": {n: budget_for(n, float(s.budget_mult)) for n, _ in cells}}
+                         "hint": bool(s.hint), "world": str(s.get("world", "pickup")), "rules": asdict(game),
+                         "budgets": {n: budget_for(n, float(s.budget_mult)) for n, _ in cells}}
     write_json(out / "summary.json", summary)
     return summary
 

@@ -5,14 +5,15 @@ LLM would read), so the same episode loop, parser and logs serve both. They know
 door_i, examine drops a random type and key, pickup is free) and the cell's n and T, never the recipe.
 
 - optimal: builds when E[build] < E[grind] (Appendix B), else grinds. Building: pick up after every
-  examine, try each untried pair of held types as soon as both are held, then per closed door use its key
-  or, lacking it, the machine first.
+  examine, try each untried pair of held types as soon as both are held (in the single-shard v1 world,
+  T = 1: its one kind twice), then per closed door use its key or, lacking it, the machine first.
 - grinder: examine, pick up, use every key it holds on its door; never combines.
 - random: a uniformly random verb with uniformly random known objects as arguments.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import zlib
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from smith.evals.lomekwi.env import Episode, Observed, doors_in, extract_action
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams
 
 SCRIPTED = ("optimal", "grinder", "random")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,7 +42,9 @@ class Belief:
         return f"{self.key_base}_{door.rsplit('_', 1)[1]}" if self.key_base else None
 
     def closed(self) -> list[str]:
-        return [d for d in self.doors if d not in self.seen.opened]
+        """Doors not yet reported open; the report echoes the door as typed, case folded by the parser."""
+        opened = {d.casefold() for d in self.seen.opened}
+        return [d for d in self.doors if d.casefold() not in opened]
 
 
 def read_conversation(messages: list[Message]) -> Belief:
@@ -75,7 +79,7 @@ def _grind_step(b: Belief) -> str:
     return f"examine {b.closed()[0]}"
 
 
-def _build_step(b: Belief) -> str:
+def _build_step(b: Belief, n_types: int) -> str:
     if b.seen.ground_keys or b.seen.ground_types:
         return "pickup"
     if b.seen.machine and b.seen.fused:
@@ -83,7 +87,10 @@ def _build_step(b: Belief) -> str:
         key = b.key_for(door)
         return f"use {key} {door}" if key in b.seen.held_keys else f"use {b.seen.machine} {door}"
     held = sorted(t for t, c in b.seen.held_types.items() if c >= 1)
-    for pair in combinations(held, 2):
+    pairs = list(combinations(held, 2))
+    if n_types == 1:  # the v1 world: two shards of its one kind build the machine
+        pairs = [(t, t) for t in held if b.seen.held_types[t] >= 2]
+    for pair in pairs:
         if pair not in b.tried:
             return f"combine {pair[0]} {pair[1]}"
     return f"examine {b.closed()[0]}"
@@ -120,7 +127,7 @@ class ScriptedAgent:
             digest = zlib.crc32(f"{self.seed}|{len(messages)}|{first}".encode())
             return "I act at random.\n" + _random_step(b, random.Random(digest))
         if self.policy == "optimal" and build_preferred(len(b.doors), self.n_types):
-            return "Plan: build the machine (E[build] < E[grind]).\n" + _build_step(b)
+            return "Plan: build the machine (E[build] < E[grind]).\n" + _build_step(b, self.n_types)
         return "Plan: grind for keys.\n" + _grind_step(b)
 
     def chat(self, conversations: list[list[Message]], tools: list | None = None,
@@ -128,18 +135,33 @@ class ScriptedAgent:
         return [Generation(text=self.reply(c)) for c in conversations]
 
 
+def replies(backend: ChatBackend, conversations: list[list[Message]],
+            params: SamplingParams) -> list[tuple[Generation | None, str | None]]:
+    """One (reply, None) or (None, error) per conversation. A failed model call is a no-op turn of its
+    episode, as in the released runner, not the end of the run; when a batched call fails, each
+    conversation is asked again on its own, so one failing request costs only its own episode's turn."""
+    try:
+        gens = backend.chat(conversations, None, params)
+    except Exception as e:  # any failure, as the released runner catches
+        if len(conversations) > 1:
+            return [r for c in conversations for r in replies(backend, [c], params)]
+        log.warning("lomekwi: model call failed, the turn is a no-op: %s: %s", type(e).__name__, e)
+        return [(None, f"{type(e).__name__}: {e}")]
+    if len(gens) != len(conversations):
+        raise RuntimeError(f"backend {backend.name} returned {len(gens)} completions for {len(conversations)} "
+                           "conversations")
+    return [(g, None) for g in gens]
+
+
 def play(backend: ChatBackend, episodes: list[Episode], params: SamplingParams,
          progress: tqdm | None = None) -> list[Episode]:
     """Play episodes in lockstep: one batched `chat` call per turn over every episode still running."""
     live = list(episodes)
     while live:
-        gens = backend.chat([e.messages for e in live], None, params)
-        if len(gens) != len(live):
-            raise RuntimeError(f"backend {backend.name} returned {len(gens)} completions for {len(live)} conversations")
         still = []
-        for e, g in zip(live, gens, strict=True):
-            usage = {"input_tokens": g.prompt_tokens, "output_tokens": g.completion_tokens}
-            if e.feed(g.text, usage):
+        for e, (g, err) in zip(live, replies(backend, [e.messages for e in live], params), strict=True):
+            usage = {"input_tokens": g.prompt_tokens, "output_tokens": g.completion_tokens} if g else {}
+            if e.feed(g.text if g else "", usage, api_error=err):
                 still.append(e)
             elif progress is not None:
                 progress.update(1)

@@ -38,15 +38,18 @@ Transition table (each row is tested in tests/test_lomekwi_env.py; D door, K key
 21 use anything else on D         -                       "You use X on D: nothing happens."
 
 Episode protocol: the first parseable line of a reply acts; four unparseable replies in a row end the
-episode ("noop"); it also ends when all doors are open ("solved"), when the budgeted actions reach the
-budget ("out_of_budget"), after 20 executed actions without state progress ("no_progress", measured as
-the reference code does: see `progress_key`), or at the turn cap ("max_turns", 2B + 2n + 80 as in the
-released sweep).
+episode ("noop"), a failed model call counting as one; it also ends when all doors are open ("solved"),
+when the budgeted actions reach the budget ("out_of_budget"), after 20 executed actions without state
+progress ("no_progress", measured as the reference code does: see `progress_key`), or at the turn cap
+("max_turns", 2B + 2n + 80 as in the released sweep). Differential checks against the released runner
+(same reply streams, failed calls included) give identical transcripts, actions, observations and stops.
 
-One deliberate departure from the released code: it lower-cases arguments but compares them to the
-labels case-sensitively, so no label with an upper-case letter can ever be named and the alnum scheme is
-unwinnable (the paper's 0/40, Appendix C). Here labels are matched case-insensitively, and the alnum
-scheme draws labels that stay distinct (edit distance >= 3) after case folding.
+The defaults are the released code's behaviour wherever it decides a number or what the model reads:
+its parser (`parse_action`), labels echoed as typed (D and K above are the agent's spelling, "r_02"), and
+lower-cased arguments compared with the labels case-sensitively (so a label with an upper-case letter can
+never be named: the paper's alnum ablation). `Rules` holds smith's stricter readings as named switches
+(parser="smith", echo="canonical", fold_case=True) and the released runner's commit nudge and
+stop-on-build probes; `V1Vault` is the released single-shard world.
 """
 
 from __future__ import annotations
@@ -68,8 +71,17 @@ SYSTEM_PROMPT = (
     "pickup. pickup collects everything on the ground and is FREE (it does not count toward your budget). "
     "Think briefly, then act. Minimize total actions."
 )
+V1_SYSTEM_PROMPT = (
+    "You are an agent in a vault and must open every locked door using as few actions as possible. End each "
+    "turn with exactly one action on its own line: examine <object>, combine <a> <b>, or use <object> <door>. "
+    "Think briefly, then act. Minimize total actions."
+)
 NOOP_MESSAGE = "No parseable action. Use examine/combine/use/pickup, one action on its own line."
 VERBS = ("examine", "combine", "use", "pickup")
+V1_VERBS = ("examine", "combine", "use")
+WORLDS = ("pickup", "v1")
+PARSERS = ("upstream", "smith")
+ECHOES = ("typed", "canonical")
 ARTICLES = frozenset({"a", "an", "the"})
 FILLERS = frozenset({"with", "to", "on", "and"})
 SCHEMES = ("tokens", "letter", "alnum")
@@ -152,12 +164,15 @@ def token_pool(size: int = 300, seed: int = 0) -> tuple[str, ...]:
 _ALNUM = string.ascii_letters + string.digits
 
 
-def relabel(elements: list[str], seed: int, scheme: str = "letter", min_dist: int = 3) -> dict[str, str]:
+def relabel(elements: list[str], seed: int, scheme: str = "letter", min_dist: int = 3,
+            fold_case: bool = False) -> dict[str, str]:
     """One uniformly random label per latent element, deterministic in `seed` (the repetition index).
 
-    letter: distinct lowercase letters; alnum: [a-zA-Z0-9]{4,8}, pairwise edit distance >= min_dist
-    *after case folding* (so matching may ignore case); tokens: the pronounceable pool, shuffled, greedy
-    at edit distance >= min_dist. The letter scheme reproduces the released logs' labels exactly.
+    letter: distinct lowercase letters; alnum: [a-zA-Z0-9]{4,8} at pairwise edit distance >= min_dist (the
+    released draw); with `fold_case` (labels matched ignoring case, `Rules.fold_case`) the distance is taken
+    after case folding and article/filler words are skipped, so no two labels collide once case is ignored;
+    tokens: the pronounceable pool, shuffled, greedy at edit distance >= min_dist. The letter scheme
+    reproduces the released logs' labels exactly.
     """
     rng = random.Random(seed * 7919 + 13)
     if scheme == "letter":
@@ -172,6 +187,10 @@ def relabel(elements: list[str], seed: int, scheme: str = "letter", min_dist: in
             if len(chosen) == len(elements):
                 break
             tok = "".join(rng.choice(_ALNUM) for _ in range(rng.randint(4, 8)))
+            if not fold_case:
+                if all(_edit_distance(tok, c) >= min_dist for c in chosen):
+                    chosen.append(tok)
+                continue
             folded = tok.casefold()
             if folded in ARTICLES | FILLERS:
                 continue
@@ -202,7 +221,12 @@ def recipe_indices(seed: int, n_types: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class World:
-    """The relabeled layout of one episode; `labels()` is the dict the released logs record."""
+    """The relabeled layout of one episode; `labels()` is the dict the released logs record.
+
+    variant "pickup" is the paper's world; "v1" is the released single-shard world (run_lomekwi_llm.py):
+    one shard kind, drops go straight into the inventory, two shards of it build the machine, so its
+    `types` is that one kind and its `recipe` that kind twice.
+    """
 
     n: int
     door_base: str
@@ -210,6 +234,7 @@ class World:
     machine: str
     types: tuple[str, ...]
     recipe: tuple[str, str]
+    variant: str = "pickup"
 
     @property
     def n_types(self) -> int:
@@ -223,30 +248,48 @@ class World:
         return f"{self.key_base}_{i}"
 
     def labels(self) -> dict[str, Any]:
+        if self.variant == "v1":
+            return {"door_base": self.door_base, "key_base": self.key_base, "byproduct": self.types[0],
+                    "machine": self.machine}
         return {"door_base": self.door_base, "key_base": self.key_base, "machine": self.machine,
                 "types": list(self.types), "recipe": list(self.recipe)}
 
     @classmethod
     def from_labels(cls, labels: dict[str, Any], n: int) -> World:
+        if "byproduct" in labels:
+            bp = labels["byproduct"]
+            return cls(n, labels["door_base"], labels["key_base"], labels["machine"], (bp,), (bp, bp), "v1")
         recipe = sorted(labels["recipe"])
         return cls(n, labels["door_base"], labels["key_base"], labels["machine"], tuple(labels["types"]),
                    (recipe[0], recipe[1]))
 
 
-def make_world(seed: int, n: int, n_types: int, scheme: str = "letter") -> World:
+def make_world(seed: int, n: int, n_types: int, scheme: str = "letter", fold_case: bool = False) -> World:
     """Relabel door, key, machine and the T shard types with `seed`; draw the recipe pair."""
-    labels = relabel(["door", "key", "machine"] + [f"bp{i}" for i in range(n_types)], seed, scheme)
+    labels = relabel(["door", "key", "machine"] + [f"bp{i}" for i in range(n_types)], seed, scheme,
+                     fold_case=fold_case)
     types = tuple(labels[f"bp{i}"] for i in range(n_types))
     i, j = recipe_indices(seed, n_types)
     recipe = sorted([types[i], types[j]])
     return World(n, labels["door"], labels["key"], labels["machine"], types, (recipe[0], recipe[1]))
 
 
+def make_v1_world(seed: int, n: int, scheme: str = "letter", fold_case: bool = False) -> World:
+    """The single-shard world: door, key, the one shard kind and the machine relabeled with `seed`, in the
+    released element order (so the letter scheme draws the released v1 labels)."""
+    labels = relabel(["door", "key", "byproduct", "machine"], seed, scheme, fold_case=fold_case)
+    bp = labels["byproduct"]
+    return World(n, labels["door"], labels["key"], labels["machine"], (bp,), (bp, bp), "v1")
+
+
 # --------------------------------------------------------------------------------------------------
 # Parser (Appendix A.1)
 
-_ACT = re.compile(r"^\s*>?\s*(examine|combine|use|pickup)\b[\s:]*(.*?)\s*$", re.IGNORECASE)
-_SPLIT = re.compile(r"[+,\s]+|\bwith\b|\bto\b|\bon\b|\band\b", re.IGNORECASE)
+_ACT = re.compile(r"^>?\s*(examine|combine|use|pickup)\b[\s:]*(.*)$", re.IGNORECASE)  # on the stripped line
+# Separators: runs of whitespace, ',' and '+', and the fillers with/to/on/and as whole words. The released
+# parser matches the fillers in lower case only ("use x ON y" keeps "on" as an argument); smith's in any case.
+_SPLIT_UPSTREAM = re.compile(r"[+,\s]+|\b(?:with|to|on|and)\b")
+_SPLIT_SMITH = re.compile(r"[+,\s]+|\b(?:with|to|on|and)\b", re.IGNORECASE)
 _PUNCT = "`'\"*.,;:!?()[]{}<>"
 _ARITY = {"pickup": 0, "examine": 1, "combine": 2, "use": 2}
 
@@ -255,28 +298,47 @@ def _clean(tok: str) -> str:
     return tok.strip().strip(_PUNCT).lower()
 
 
-def parse_action(line: str, labels: frozenset[str] = frozenset()) -> tuple[str, ...] | None:
+def _arguments(rest: str, parser: str, labels: frozenset[str]) -> list[str]:
+    """The argument tokens of one action line, lower-cased, under either reading."""
+    if parser == "upstream":
+        return [t for t in (x.strip().lower() for x in _SPLIT_UPSTREAM.split(rest.strip())) if t]
+    if parser == "smith":
+        toks = [t for t in (_clean(x) for x in _SPLIT_SMITH.split(rest)) if t]
+        return [t for t in toks if t not in ARTICLES or t in labels]
+    raise ValueError(f"unknown parser {parser!r}; known: {', '.join(PARSERS)}")
+
+
+def parse_action(line: str, labels: frozenset[str] = frozenset(), parser: str = "upstream",
+                 verbs: tuple[str, ...] = VERBS) -> tuple[str, ...] | None:
     """One line -> ("examine", x) | ("combine", a, b) | ("use", a, b) | ("pickup",) | None.
 
-    Case-insensitive, a leading '>' tolerated, arguments split on whitespace , + and with/to/on/and,
-    surrounding punctuation and articles dropped. An article that is itself a label of this world (the
-    letter scheme can draw 'a') is kept: pass the world's labels, lower-cased, as `labels`.
+    Both readings: the verb case-insensitive at the start of the line (a leading '>' tolerated), arguments
+    lower-cased and split on whitespace, ',' and '+' and the fillers with/to/on/and; extra arguments are
+    ignored, missing ones make the line unparseable. `verbs` limits the verbs (the v1 world has no pickup).
+
+    parser="upstream" reads a line exactly as the released code that produced the published logs: fillers
+    split only in lower case, and nothing else is removed ("examine the t_7" acts on `the`, "examine t."
+    on `t.`). parser="smith" is the paper's text (Appendix A.1): fillers in any case, surrounding
+    punctuation and leading articles dropped, except an article that is a label of this world (the letter
+    scheme can draw 'a'; pass the world's labels, lower-cased, as `labels`).
     """
-    m = _ACT.match(line)
+    m = _ACT.match(line.strip())
     if not m:
         return None
-    verb = m.group(1).lower()
-    toks = [t for t in (_clean(x) for x in _SPLIT.split(m.group(2)) if x) if t]
-    toks = [t for t in toks if t not in ARTICLES or t in labels]
+    verb = m.group(1).lower()  # the case-insensitive match also admits e.g. the long s; lower() settles it
+    if verb not in verbs:
+        return None
+    toks = _arguments(m.group(2), parser, labels)
     if len(toks) < _ARITY[verb]:
         return None
     return (verb, *toks[: _ARITY[verb]])
 
 
-def extract_action(text: str, labels: frozenset[str] = frozenset()) -> tuple[str, ...] | None:
+def extract_action(text: str, labels: frozenset[str] = frozenset(), parser: str = "upstream",
+                   verbs: tuple[str, ...] = VERBS) -> tuple[str, ...] | None:
     """The first parseable line of a reply acts; the rest of the reply is ignored."""
     for line in text.splitlines():
-        act = parse_action(line, labels)
+        act = parse_action(line, labels, parser, verbs)
         if act:
             return act
     return None
@@ -300,6 +362,34 @@ def progressed(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
     return any(a > b for a, b in zip(after, before, strict=True))
 
 
+@dataclass(frozen=True)
+class Rules:
+    """Where the released code and smith's stricter reading differ, one switch each, plus the released
+    runner's two optional probes. The defaults are the released code's behaviour (docs/lomekwi.md).
+
+    parser: "upstream" | "smith" (see `parse_action`).
+    echo: "typed" echoes a label as the agent typed it ("examine r_02" -> "You search r_02. ..."), as the
+        released code does; "canonical" echoes the world's own spelling ("r_2").
+    fold_case: False compares lower-cased arguments with the labels case-sensitively, as the released code
+        does (a label with an upper-case letter can never be named); True ignores case.
+    commit_nudge: a text appended once to the observation of the first turn on which the agent holds
+        both recipe types but has not built (the released runner's commitment probe); None for none.
+    stop_on_build: end the episode the moment the machine is built (stop reason "built").
+    """
+
+    parser: str = "upstream"
+    echo: str = "typed"
+    fold_case: bool = False
+    commit_nudge: str | None = None
+    stop_on_build: bool = False
+
+    def __post_init__(self) -> None:
+        if self.parser not in PARSERS:
+            raise ValueError(f"unknown parser {self.parser!r}; known: {', '.join(PARSERS)}")
+        if self.echo not in ECHOES:
+            raise ValueError(f"unknown echo {self.echo!r}; known: {', '.join(ECHOES)}")
+
+
 @dataclass
 class Vault:
     """The game state; `step(action)` applies one parsed action and returns its observation."""
@@ -307,6 +397,7 @@ class Vault:
     world: World
     drop_seed: int
     hint: bool = True
+    rules: Rules = field(default_factory=Rules)
     held_types: dict[str, int] = field(default_factory=dict)
     held_keys: set[int] = field(default_factory=set)
     ground_types: dict[str, int] = field(default_factory=dict)
@@ -317,11 +408,18 @@ class Vault:
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.drop_seed * 6151 + 1)
-        self._types = {t.casefold(): t for t in self.world.types}
+        self._types = {self._fold(t): t for t in self.world.types}
 
-    # -- label lookups (case-insensitive) --
+    # -- label lookups and echoes --
+    def _fold(self, tok: str) -> str:
+        return tok.casefold() if self.rules.fold_case else tok
+
+    def _say(self, typed: str, canonical: str) -> str:
+        """The label as the observation spells it (`Rules.echo`)."""
+        return typed if self.rules.echo == "typed" else canonical
+
     def _indexed(self, base: str, tok: str) -> int | None:
-        m = re.fullmatch(rf"{re.escape(base.casefold())}_(\d+)", tok.casefold())
+        m = re.fullmatch(rf"{re.escape(self._fold(base))}_(\d+)", self._fold(tok))
         return int(m.group(1)) if m else None
 
     def _door(self, tok: str) -> int | None:
@@ -329,13 +427,16 @@ class Vault:
         return i if i is not None and 1 <= i <= self.world.n else None
 
     def _type(self, tok: str) -> str | None:
-        return self._types.get(tok.casefold())
+        return self._types.get(self._fold(tok))
 
     def _is_machine(self, tok: str) -> bool:
-        return tok.casefold() == self.world.machine.casefold()
+        return self._fold(tok) == self._fold(self.world.machine)
+
+    def verbs(self) -> tuple[str, ...]:
+        return VERBS
 
     def label_set(self) -> frozenset[str]:
-        """Lower-cased labels, for the parser's article rule."""
+        """Lower-cased labels, for the smith parser's article rule."""
         w = self.world
         return frozenset(x.lower() for x in (w.door_base, w.key_base, w.machine, *w.types))
 
@@ -344,7 +445,11 @@ class Vault:
                             self.has_machine)
 
     def holds_recipe(self) -> bool:
-        return all(self.held_types.get(t, 0) >= 1 for t in self.world.recipe)
+        """Every part of the recipe held (the v1 recipe is one kind twice, so two of it)."""
+        need: dict[str, int] = {}
+        for t in self.world.recipe:
+            need[t] = need.get(t, 0) + 1
+        return all(self.held_types.get(t, 0) >= c for t, c in need.items())
 
     def solved(self) -> bool:
         return len(self.opened) == self.world.n
@@ -362,27 +467,36 @@ class Vault:
             return self.use(action[1], action[2])
         raise ValueError(f"unknown verb {verb!r}; known: {', '.join(VERBS)}")
 
+    def _search(self, tok: str, door: int) -> str:
+        """examine on door `door`: a type then a key fall on the ground (the released draw order)."""
+        w = self.world
+        ty = w.types[self.rng.randrange(w.n_types)]
+        j = self.rng.randint(1, w.n)
+        self.ground_types[ty] = self.ground_types.get(ty, 0) + 1
+        self.ground_keys.add(j)
+        self.dropped_types.add(ty)
+        return (f"You search {self._say(tok, w.doors[door - 1])}. Out falls {w.key(j)} and a {ty}. "
+                "They lie on the ground -- pick them up.")
+
+    def _type_text(self, name: str) -> str:
+        if self.hint:
+            return (f"A small dull {name}. It feels faintly active, and the sensation shifts when held alongside a "
+                    "different kind.")
+        return f"A small dull {name}. Nothing remarkable."
+
     def examine(self, tok: str) -> str:
         w = self.world
         door = self._door(tok)
         if door is not None:
-            ty = w.types[self.rng.randrange(w.n_types)]  # type first, then key: the released draw order
-            j = self.rng.randint(1, w.n)
-            self.ground_types[ty] = self.ground_types.get(ty, 0) + 1
-            self.ground_keys.add(j)
-            self.dropped_types.add(ty)
-            return (f"You search {w.doors[door - 1]}. Out falls {w.key(j)} and a {ty}. "
-                    "They lie on the ground -- pick them up.")
+            return self._search(tok, door)
         ty = self._type(tok)
         if ty is not None:
-            if self.hint:
-                return (f"A small dull {ty}. It feels faintly active, and the sensation shifts when held alongside a "
-                        "different kind.")
-            return f"A small dull {ty}. Nothing remarkable."
+            return self._type_text(self._say(tok, ty))
         if self._is_machine(tok) and self.has_machine:
             return f"A {w.machine}. It has a recess; you are unsure what it does."
-        if self._indexed(w.key_base, tok) is not None:
-            return f"{tok}: a small fitted object."
+        k = self._indexed(w.key_base, tok)
+        if k is not None:
+            return f"{self._say(tok, w.key(k))}: a small fitted object."
         return f"You examine {tok}: nothing of note."
 
     def pickup(self) -> str:
@@ -403,21 +517,22 @@ class Vault:
         ta, tb = self._type(a), self._type(b)
         if ta is None or tb is None:
             return f"You combine {a} and {b}: nothing happens."
+        sa, sb = self._say(a, ta), self._say(b, tb)
         ha, hb = self.held_types.get(ta, 0), self.held_types.get(tb, 0)
         enough = ha >= 2 if ta == tb else (ha >= 1 and hb >= 1)
         if not enough or ta == tb or tuple(sorted((ta, tb))) != self.world.recipe:
-            return f"You combine {ta} and {tb}: nothing happens."
+            return f"You combine {sa} and {sb}: nothing happens."
         if self.has_machine:
             return f"You already hold a {self.world.machine}."
         self.has_machine = True
-        return f"You combine a {ta} and a {tb}. They fuse into a {self.world.machine} (new). It persists."
+        return f"You combine a {sa} and a {sb}. They fuse into a {self.world.machine} (new). It persists."
 
     def use(self, item: str, target: str) -> str:
         w = self.world
         door = self._door(target)
         if door is None:
             return f"There is no {target}."
-        d = w.doors[door - 1]
+        d = self._say(target, w.doors[door - 1])
         if door in self.opened:
             return f"{d} is already open."
         if self._is_machine(item):
@@ -427,38 +542,97 @@ class Vault:
             return f"You operate the {w.machine} on {d}. It yields {w.key(door)}. (the {w.machine} remains with you.)"
         k = self._indexed(w.key_base, item)
         if k is not None:
+            key = self._say(item, w.key(k))
             if k not in self.held_keys:
-                return f"You don't have {w.key(k)}."
+                return f"You don't have {key}."
             if k == door:
                 self.opened.add(door)
-                return f"You use {w.key(k)} on {d}: it fits. {d} opens."
-            return f"You use {w.key(k)} on {d}: it does not fit."
+                return f"You use {key} on {d}: it fits. {d} opens."
+            return f"You use {key} on {d}: it does not fit."
         ty = self._type(item)
         if ty is not None:
-            return f"You press the {ty} to {d}: nothing."
+            return f"You press the {self._say(item, ty)} to {d}: nothing."
         return f"You use {item} on {d}: nothing happens."
 
     # -- texts the agent reads (Appendix A.1) --
+    def _verb_list(self) -> str:
+        return ("  examine <object>      - inspect or search an object\n"
+                "  combine <a> <b>       - combine two objects you hold\n"
+                "  use <object> <door>   - use an object on a door\n"
+                "  pickup                - collect everything on the ground (FREE: does NOT cost an action)\n")
+
     def initial_observation(self, budget: int | None) -> str:
         w = self.world
         text = (
             f"You are in a sealed vault. There are {w.n} locked doors: {', '.join(w.doors)}.\n\n"
             "GOAL: open ALL the doors, using as few actions as possible.\n\n"
             "You may act on objects with these verbs (one action per turn, on its own line):\n"
-            "  examine <object>      - inspect or search an object\n"
-            "  combine <a> <b>       - combine two objects you hold\n"
-            "  use <object> <door>   - use an object on a door\n"
-            "  pickup                - collect everything on the ground (FREE: does NOT cost an action)\n"
-            "You hold nothing yet. Things you obtain persist unless stated otherwise."
+            + self._verb_list()
+            + "You hold nothing yet. Things you obtain persist unless stated otherwise."
         )
         if budget is not None:
-            text += (f"\n\nYou have a STRICT BUDGET of {budget} actions total (pickup is free and excluded). "
+            text += (f"\n\nYou have a STRICT BUDGET of {budget} actions total{self._budget_aside()}. "
                      f"If the doors are not all open within {budget} actions, you fail. Spend them wisely.")
         return text + "\n\nWhat do you do?"
+
+    def _budget_aside(self) -> str:
+        return " (pickup is free and excluded)"
 
     def status_line(self, budget: int | None, spent: int) -> str:
         left = f", {budget - spent} actions left" if budget is not None else ""
         return f"[{len(self.opened)}/{self.world.n} doors open{left}] What next?"
+
+
+class V1Vault(Vault):
+    """The released single-shard world (run_lomekwi_llm.py): no ground and no pickup; searching a door
+    puts a random door's key and one shard straight into the inventory; two shards build the machine.
+
+    The release has the world, its parser and its prompt but no runner of its own; smith plays it with
+    the same episode loop (budget, stop rules, progress measure) as the pickup world.
+    """
+
+    def verbs(self) -> tuple[str, ...]:
+        return V1_VERBS
+
+    def _search(self, tok: str, door: int) -> str:
+        w = self.world
+        bp = w.types[0]
+        j = self.rng.randint(1, w.n)  # the v1 draw: a key only, the shard is always the one kind
+        self.held_keys.add(j)
+        self.held_types[bp] = self.held_types.get(bp, 0) + 1
+        self.dropped_types.add(bp)
+        return (f"You search {self._say(tok, w.doors[door - 1])}. Out falls {w.key(j)} and a {bp}. "
+                f"You now hold {self.held_types[bp]} {bp}(s).")
+
+    def _type_text(self, name: str) -> str:
+        if self.hint:
+            return f"A small dull {name}. It is faintly warm, and the warmth grows when several are held together."
+        return f"A small dull {name}. Nothing remarkable."
+
+    def combine(self, a: str, b: str) -> str:
+        bp = self.world.types[0]
+        if self._type(a) != bp or self._type(b) != bp:
+            return f"You combine {a} and {b}: nothing happens."
+        if self.held_types.get(bp, 0) < 2:
+            return f"You need at least two {bp}s to combine."
+        if self.has_machine:
+            return f"You already hold a {self.world.machine}."
+        self.has_machine = True
+        return f"You combine two {bp}s. They fuse into a {self.world.machine} (new). It persists."
+
+    def _verb_list(self) -> str:
+        return ("  examine <object>      - inspect or search an object\n"
+                "  combine <a> <b>       - combine two objects you hold\n"
+                "  use <object> <door>   - use an object on a door\n")
+
+    def _budget_aside(self) -> str:
+        return ""  # no pickup in this world to exclude
+
+
+def make_vault(world: World, drop_seed: int, hint: bool = True, rules: Rules | None = None) -> Vault:
+    """The state class of the world's variant."""
+    cls = V1Vault if world.variant == "v1" else Vault
+    return cls(world, drop_seed, hint, rules or Rules())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -466,10 +640,18 @@ class Vault:
 
 _DOORS = re.compile(r"There are (\d+) locked doors: (.*?)\.\n")
 _DROP = re.compile(r"^You search (\S+)\. Out falls (\S+) and a (\S+)\. They lie on the ground")
+_DROP_V1 = re.compile(r"^You search (\S+)\. Out falls (\S+) and a (\S+)\. You now hold (\d+) ")
 _PICKED_TYPE = re.compile(r"^(\d+) (\S+)\(s\)$")
 _FUSE = re.compile(r"^You combine a (\S+) and a (\S+)\. They fuse into a (\S+) \(new\)")
+_FUSE_V1 = re.compile(r"^You combine two (\S+)s\. They fuse into a (\S+) \(new\)")
 _YIELD = re.compile(r"^You operate the (\S+) on (\S+)\. It yields (\S+)\.")
 _OPENS = re.compile(r"^You use (\S+) on (\S+): it fits\. (\S+) opens\.$")
+
+
+def canonical_label(label: str) -> str:
+    """An indexed label as the world spells it: "r_02" -> "r_2" (the index read as a number)."""
+    m = re.fullmatch(r"(.*_)(\d+)", label)
+    return f"{m.group(1)}{int(m.group(2))}" if m else label
 
 
 def doors_in(initial_observation: str) -> list[str]:
@@ -485,7 +667,9 @@ class Observed:
     """The public state rebuilt from (action, observation) pairs alone, no replay, no hidden labels.
 
     Drops come from the search texts, holding from the pickup texts ("You pick up K, K' and 1 S(s)"),
-    the machine from the fuse text, keys from the machine's yield text, open doors from "it fits".
+    the machine from the fuse text, keys from the machine's yield text, open doors from "it fits" (named
+    canonically: the observation echoes the door as typed, "r_02" is door r_2). The v1 world's search
+    text puts the key and the shard straight into the inventory ("You now hold 2 S(s)").
     """
 
     held_types: dict[str, int] = field(default_factory=dict)
@@ -502,6 +686,10 @@ class Observed:
             self.ground_keys.add(m.group(2))
             self.ground_types[m.group(3)] = self.ground_types.get(m.group(3), 0) + 1
             self.dropped_types.add(m.group(3))
+        elif m := _DROP_V1.match(obs):
+            self.held_keys.add(m.group(2))
+            self.held_types[m.group(3)] = int(m.group(4))
+            self.dropped_types.add(m.group(3))
         elif action[0] == "pickup" and obs.startswith("You pick up ") and obs.endswith(". (pickup is free.)"):
             for part in re.split(r", | and ", obs[len("You pick up "): -len(". (pickup is free.)")]):
                 if t := _PICKED_TYPE.match(part):
@@ -511,18 +699,21 @@ class Observed:
             self.ground_types, self.ground_keys = {}, set()
         elif m := _FUSE.match(obs):
             self.machine, self.fused = m.group(3), (m.group(1), m.group(2))
+        elif m := _FUSE_V1.match(obs):
+            self.machine, self.fused = m.group(2), (m.group(1), m.group(1))
         elif m := _YIELD.match(obs):
             self.machine = self.machine or m.group(1)
             self.held_keys.add(m.group(3))
         elif m := _OPENS.match(obs):
-            self.opened.add(m.group(3))
+            self.opened.add(canonical_label(m.group(3)))
 
     def progress(self) -> tuple[int, int, int, int]:
         return progress_key(self.held_types, self.ground_types, self.held_keys, self.ground_keys, len(self.opened),
                             self.fused is not None)
 
     def holds(self, types: list[str] | tuple[str, ...]) -> bool:
-        return all(self.held_types.get(t, 0) >= 1 for t in types)
+        """Every listed type held, as many times as it is listed (the v1 recipe is one kind twice)."""
+        return all(self.held_types.get(t, 0) >= list(types).count(t) for t in types)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -534,7 +725,9 @@ class Episode:
     """One episode's turn protocol and its record; the agent is whatever produces `reply` texts.
 
     `messages` is the chat the agent sees (system prompt first); `feed(text, usage)` consumes one reply
-    and returns False once the episode is over. `record()` carries everything a metric needs.
+    and returns False once the episode is over; `feed("", api_error=...)` records a failed model call,
+    which is a no-op turn like any unparseable reply (as in the released runner). `record()` carries
+    everything a metric needs.
     """
 
     world: World
@@ -543,7 +736,8 @@ class Episode:
     hint: bool = True
     max_turns: int | None = None
     no_progress_window: int = NO_PROGRESS_WINDOW
-    system_prompt: str = SYSTEM_PROMPT
+    system_prompt: str | None = None
+    rules: Rules = field(default_factory=Rules)
     messages: list[dict[str, str]] = field(default_factory=list)
     actions: list[list[str]] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
@@ -552,14 +746,18 @@ class Episode:
     unparsed: list[dict[str, Any]] = field(default_factory=list)
     hold_turn: int | None = None
     build_turn: int | None = None
+    nudge_turn: int | None = None
     stop_reason: str | None = None
 
     def __post_init__(self) -> None:
-        self.vault = Vault(self.world, self.drop_seed, self.hint)
+        self.vault = make_vault(self.world, self.drop_seed, self.hint, self.rules)
         self._labels = self.vault.label_set()
         if self.max_turns is None:
             self.max_turns = max_turns_for(self.world.n, self.budget or budget_for(self.world.n))
+        if self.system_prompt is None:
+            self.system_prompt = system_prompt_for(self.world)
         self.turns = 0
+        self.api_errors = 0
         self._noops = 0
         self._stale = 0
         self.messages = [{"role": "system", "content": self.system_prompt},
@@ -573,16 +771,19 @@ class Episode:
         """Budgeted actions so far: everything but pickup."""
         return sum(1 for a in self.actions if a[0] != "pickup")
 
-    def feed(self, text: str, usage: dict[str, int] | None = None) -> bool:
+    def feed(self, text: str, usage: dict[str, int] | None = None, api_error: str | None = None) -> bool:
         if self.done:
             raise RuntimeError("episode is over; start a new Episode")
         t = self.turns
         self.turns += 1
         self.turn_usage.append(dict(usage or {}))
-        act = extract_action(text, self._labels)
+        if api_error is not None:
+            self.api_errors += 1
+            text = ""
+        act = extract_action(text, self._labels, self.rules.parser, self.vault.verbs())
         if act is None:
             self._noops += 1
-            self.unparsed.append({"turn": t, "text": text})
+            self.unparsed.append({"turn": t, "text": text, **({"api_error": api_error} if api_error else {})})
             if self._noops >= NOOP_LIMIT:
                 self.stop_reason = "noop"
             elif self.turns >= self.max_turns:
@@ -602,18 +803,30 @@ class Episode:
             self.build_turn = len(self.actions) - 1
         self._stale = 0 if progressed(before, self.vault.progress()) else self._stale + 1
         n = self.world.n
-        if self.vault.solved():
+        if self.rules.stop_on_build and self.vault.has_machine:
+            self.stop_reason, tail = "built", ""
+        elif self.vault.solved():
             self.stop_reason, tail = "solved", f"\n\nAll {n} doors open. Done."
         elif self.budget is not None and self.spent() >= self.budget:
             self.stop_reason, tail = "out_of_budget", f"\n\nBudget exhausted ({self.budget} actions). You fail."
         elif self._stale >= self.no_progress_window:
             self.stop_reason, tail = "no_progress", ""
-        elif self.turns >= self.max_turns:
-            self.stop_reason, tail = "max_turns", ""
         else:
-            tail = "\n\n" + self.vault.status_line(self.budget, self.spent())
+            nudge = self._nudge(t)  # the released loop decides the nudge before its turn cap, so the last turn counts
+            if self.turns >= self.max_turns:
+                self.stop_reason, tail = "max_turns", ""
+            else:
+                tail = "\n\n" + self.vault.status_line(self.budget, self.spent()) + nudge
         self.messages += [{"role": "assistant", "content": text}, {"role": "user", "content": obs + tail}]
         return not self.done
+
+    def _nudge(self, turn: int) -> str:
+        """The commitment nudge, once, on the first turn after which the recipe is held unbuilt."""
+        nudge = self.rules.commit_nudge
+        if not nudge or self.nudge_turn is not None or self.vault.has_machine or not self.vault.holds_recipe():
+            return ""
+        self.nudge_turn = turn
+        return "\n\n" + nudge
 
     def record(self) -> dict[str, Any]:
         """The JSONL row: enough to recompute every metric without replay."""
@@ -621,16 +834,21 @@ class Episode:
         for u in self.turn_usage:
             for k, v in u.items():
                 usage[k] = usage.get(k, 0) + int(v)
-        usage["calls"] = len(self.turn_usage)
+        usage["calls"] = len(self.turn_usage) - self.api_errors  # successful model calls, as the release counts
         return {
-            "n": self.world.n, "n_types": self.world.n_types, "budget": self.budget, "hint": self.hint,
-            "drop_seed": self.drop_seed, "labels": self.world.labels(),
+            "n": self.world.n, "n_types": self.world.n_types, "world": self.world.variant, "budget": self.budget,
+            "hint": self.hint, "drop_seed": self.drop_seed, "labels": self.world.labels(),
             "actions": self.actions, "observations": self.observations, "agent_texts": self.agent_texts,
-            "unparsed": self.unparsed, "turn_usage": self.turn_usage, "usage": usage,
+            "unparsed": self.unparsed, "api_errors": self.api_errors, "turn_usage": self.turn_usage, "usage": usage,
             "held": self.hold_turn is not None, "hold_turn": self.hold_turn,
             "built": self.build_turn is not None, "build_turn": self.build_turn,
             "dropped_both": set(self.world.recipe) <= self.vault.dropped_types,
             "won": self.vault.solved(), "opened": len(self.vault.opened),
             "total_actions": self.spent(), "pickups": len(self.actions) - self.spent(),
-            "turns": self.turns, "stop_reason": self.stop_reason,
+            "turns": self.turns, "nudge_turn": self.nudge_turn, "stop_reason": self.stop_reason,
         }
+
+
+def system_prompt_for(world: World) -> str:
+    """The released system prompt of the world's variant."""
+    return V1_SYSTEM_PROMPT if world.variant == "v1" else SYSTEM_PROMPT

@@ -14,8 +14,12 @@ stopped. `derive_facts` reads them from the observations alone (no replay):
 - won / opened: doors reported open ("it fits. D opens."); checked against the row's `solved`.
 - stop_reason, in the order the released loop tests them: "solved"; "out_of_budget" when the budgeted
   actions reached the budget; "no_progress" when the last 20 actions made no progress (the reference
-  measure, `env.progress_key`, recomputed from the texts); "max_turns" when the actions alone reach the
-  turn cap; otherwise "noop" (four unparseable replies in a row: the only other way the loop ends).
+  measure, `env.progress_key`, recomputed from the texts); "max_turns" when the turns reach the turn cap,
+  the turns being the row's model calls (`usage.calls`, which counts the unparseable turns the row does
+  not list) or, lacking them, its actions; otherwise "noop" (four unparseable replies in a row: the only
+  other way the loop ends). Two cases the row cannot tell apart: a fourth no-op in a row on the very last
+  turn reads as "max_turns" (the released loop says "noop"), and failed model calls are not in `calls`,
+  so an episode that reached the cap through them reads as "noop".
 """
 
 from __future__ import annotations
@@ -32,12 +36,13 @@ RELEASED_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_w
 
 def derive_facts(labels: dict[str, Any], n: int, budget: int | None, actions: list[list[str]],
                  observations: list[str], no_progress_window: int = NO_PROGRESS_WINDOW,
-                 max_turns: int | None = None) -> dict[str, Any]:
-    """Episode facts from the recorded observations (see the module docstring for each rule)."""
+                 max_turns: int | None = None, calls: int | None = None) -> dict[str, Any]:
+    """Episode facts from the recorded observations (see the module docstring for each rule); `calls` is
+    the number of model calls the episode made (the released `usage.calls`), None when unknown."""
     if len(actions) != len(observations):
         raise ValueError(f"{len(actions)} actions but {len(observations)} observations; the row is truncated")
     seen = Observed()
-    recipe = list(labels["recipe"])
+    recipe = [labels["byproduct"]] * 2 if "byproduct" in labels else list(labels["recipe"])  # v1: two shards
     hold_turn = build_turn = None
     stale = 0
     for i, (act, obs) in enumerate(zip(actions, observations, strict=True)):
@@ -58,7 +63,7 @@ def derive_facts(labels: dict[str, Any], n: int, budget: int | None, actions: li
         stop = "out_of_budget"
     elif stale >= no_progress_window:
         stop = "no_progress"
-    elif max_turns is not None and len(actions) >= max_turns:
+    elif max_turns is not None and max(len(actions), calls or 0) >= max_turns:
         stop = "max_turns"
     else:
         stop = "noop"
@@ -76,7 +81,8 @@ def import_row(row: dict[str, Any], source: str = "") -> dict[str, Any]:
     """One released row -> a smith episode record (the fields smith's own runs write)."""
     if row.get("error"):
         raise ValueError(f"row {row.get('relabel_seed')} of {source or 'the log'} is a failed episode: {row['error']}")
-    facts = derive_facts(row["labels"], row["n"], row.get("budget"), row["actions"], row["obs"])
+    facts = derive_facts(row["labels"], row["n"], row.get("budget"), row["actions"], row["obs"],
+                         calls=(row.get("usage") or {}).get("calls"))
     if facts["won"] != bool(row["solved"]):
         raise ValueError(f"row {row['relabel_seed']} of {source or 'the log'}: observations open {facts['opened']} of "
                          f"{row['n']} doors but solved={row['solved']}; the row is inconsistent")
@@ -92,7 +98,8 @@ def import_row(row: dict[str, Any], source: str = "") -> dict[str, Any]:
 
 
 def _label_strings(labels: dict[str, Any]) -> list[str]:
-    return [labels["door_base"], labels["key_base"], labels["machine"], *labels["types"]]
+    kinds = [labels["byproduct"]] if "byproduct" in labels else labels["types"]
+    return [labels["door_base"], labels["key_base"], labels["machine"], *kinds]
 
 
 def read_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
@@ -124,7 +131,8 @@ def export_row(record: dict[str, Any]) -> dict[str, Any]:
     usage = {k: int(record.get("usage", {}).get(k, 0)) for k in RELEASED_USAGE}
     return {
         "model": record["model"], "n": record["n"], "n_types": record["n_types"], "hint": record["hint"],
-        "variant": "v3_pickup", "budget": record["budget"], "relabel_seed": record["seed"],
+        "variant": "v1" if record.get("world") == "v1" else "v3_pickup", "budget": record["budget"],
+        "relabel_seed": record["seed"],
         "drop_seed": record["drop_seed"], "labels": record["labels"], "actions": record["actions"],
         "agent_texts": record["agent_texts"], "obs": record["observations"], "solved": record["won"],
         "total_actions": record["total_actions"], "pickups": record["pickups"], "usage": usage,
