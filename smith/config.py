@@ -36,6 +36,8 @@ def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = ()
 
     for group in groups:
         _check_group(overrides, group)
+    # trainer.* are GRPOConfig fields the recipe does not list: add them, as Hydra's `++` would
+    overrides = [f"++{o}" if o.startswith("trainer.") else o for o in overrides]
     try:
         with initialize_config_dir(config_dir=str(RECIPES), version_base="1.3"):
             cfg = hydra_compose(config_name=config_name, overrides=overrides)

@@ -21,6 +21,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
+def warm_model_dir() -> Path:
+    """The README's warm-started policy (built by scripts/setup.sh; rebuilt here only when missing or stale)."""
+    from smith.train.warm import build_warm_model
+
+    path, _ = build_warm_model(ROOT / "checkpoints" / ".tiny-warm", cache_dir=str(ROOT / "checkpoints/.task-cache"))
+    return path
+
+
+@pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from smith.models.tiny import build_tiny_model
 

@@ -13,8 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from smith.curves import read_metrics
 from smith.train.progress import learning_score, paired_gap, window_means
 
@@ -60,14 +58,6 @@ def test_smith_beats_a_frozen_control(warm_model_dir, tmp_path):
     # what a user sees: one line per step, the summary, the plot
     assert f"step  {STEPS}/{STEPS}" in logs["smith"] and "before -> after" in logs["smith"]
     assert (runs["smith"] / "curves.png").stat().st_size > 10_000
-
-
-@pytest.fixture(scope="module")
-def warm_model_dir():
-    from smith.train.warm import build_warm_model
-
-    path, _ = build_warm_model(ROOT / "checkpoints" / ".tiny-warm", cache_dir=str(ROOT / "checkpoints/.task-cache"))
-    return path
 
 
 def test_main_job_prints_a_line_per_step_a_summary_and_curves(warm_model_dir, tmp_path):

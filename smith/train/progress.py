@@ -95,3 +95,21 @@ def paired_gap(rows: list[dict[str, Any]], control: list[dict[str, Any]], n: int
     b = {r["step"]: learning_score(r) for r in control}
     steps = sorted(set(a) & set(b))[-n:]
     return sum(a[s] - b[s] for s in steps) / len(steps)
+
+
+class WandbConfig(TrainerCallback):
+    """smith's whole config in the wandb run's config (TRL's WandbCallback, which runs first, sends only
+    GRPOConfig's), under the key `smith`."""
+
+    def __init__(self, cfg: Any) -> None:
+        from omegaconf import OmegaConf
+
+        self.config = OmegaConf.to_container(cfg, resolve=True)
+
+    def on_train_begin(self, args, state, control, **kw):  # noqa: ANN001, ANN201
+        if "wandb" not in (args.report_to or []) or not state.is_world_process_zero:
+            return
+        import wandb
+
+        if wandb.run is not None:
+            wandb.run.config.update({"smith": self.config}, allow_val_change=True)

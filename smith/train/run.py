@@ -19,7 +19,7 @@ from smith.errors import ConfigError, writable_dir
 from smith.models.openai import check_endpoint
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
-from smith.train.progress import ConsoleCallback
+from smith.train.progress import ConsoleCallback, WandbConfig
 from smith.train.session import (
     Session,
     SmithCallback,
@@ -126,6 +126,77 @@ def per_device_batch(cfg: DictConfig, num_processes: int) -> int:
     return per_device
 
 
+# GRPOConfig fields smith sets from its own keys: a `trainer.<field>` override of one of them is refused
+OWNED = {
+    "output_dir": "output_dir", "max_steps": "max_steps", "per_device_train_batch_size": "dapo.prompts_per_step",
+    "gradient_accumulation_steps": "dapo.gradient_accumulation_steps", "num_generations": "dapo.num_generations",
+    "max_completion_length": "dapo.max_completion_length", "temperature": "dapo.temperature",
+    "top_p": "dapo.top_p", "beta": "dapo.beta", "epsilon": "dapo.epsilon", "epsilon_high": "dapo.epsilon_high",
+    "loss_type": "dapo.loss_type", "mask_truncated_completions": "dapo.mask_truncated_completions",
+    "gradient_checkpointing": "dapo.gradient_checkpointing", "learning_rate": "dapo.learning_rate",
+    "warmup_steps": "dapo.warmup_steps", "reward_weights": "rewards.weights",
+    "multi_objective_aggregation": "smith's per-axis advantages", "shuffle_dataset": "build.fraction (rows alternate)",
+    "save_strategy": "save_every", "save_steps": "save_every", "logging_steps": "metrics.jsonl (one row per step)",
+    "seed": "seed", "bf16": "model.dtype", "use_cpu": "device", "use_vllm": "generation.backend",
+    "vllm_mode": "generation.vllm_mode", "vllm_server_base_url": "generation.vllm_server_url",
+    "remove_unused_columns": "the prompt rows", "dataloader_num_workers": "the prompt stream",
+    "generation_batch_size": "dapo.prompts_per_step", "steps_per_generation": "dapo.gradient_accumulation_steps",
+}
+
+
+def _accepts(kind: Any, value: Any) -> bool:
+    """Whether a Hydra value fits a GRPOConfig field's annotation (unknown annotations are left to GRPOConfig)."""
+    import enum
+    import types
+    import typing
+
+    if kind is type(None):
+        return value is None
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        return any(_accepts(k, value) for k in typing.get_args(kind))
+    origin = typing.get_origin(kind) or kind
+    if origin is bool:
+        return isinstance(value, bool)
+    if origin is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(origin, type) and issubclass(origin, enum.Enum):
+        return isinstance(value, str) and value in {m.value for m in origin}
+    if origin in (str, list, dict):
+        return isinstance(value, origin)
+    return True
+
+
+def trainer_overrides(cfg: DictConfig) -> dict[str, Any]:
+    """`trainer.<field>=value`: any GRPOConfig field smith does not set itself (checked before any model loads)."""
+    import dataclasses
+    import difflib
+
+    from trl import GRPOConfig
+
+    node = cfg.get("trainer")
+    overrides = OmegaConf.to_container(node, resolve=True) if node is not None else {}
+    if not isinstance(overrides, dict):
+        raise ConfigError(f"trainer must be a mapping of GRPOConfig fields, got {overrides!r}")
+    fields = {f.name: f for f in dataclasses.fields(GRPOConfig)}
+    for key, value in overrides.items():
+        if key in OWNED:
+            raise ConfigError(f"trainer.{key} is set by smith from {OWNED[key]}; change that instead")
+        if key not in fields or key.startswith("_"):
+            near = difflib.get_close_matches(key, list(fields), n=1)
+            raise ConfigError(f"trainer.{key} is not a GRPOConfig field (trl 1.16)"
+                              + (f"; did you mean trainer.{near[0]}?" if near else ""))
+        if not _accepts(fields[key].type, value):
+            raise ConfigError(f"trainer.{key}={value!r} does not fit GRPOConfig's {fields[key].type}")
+    if overrides:  # GRPOConfig's own checks (an unknown optimizer name, conflicting settings), still before loading
+        try:
+            GRPOConfig(output_dir=str(Path(cfg.output_dir or ".")), use_cpu=True, **overrides)
+        except ValueError as e:
+            raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None
+    return overrides
+
+
 def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> Any:
     from trl import GRPOConfig
 
@@ -137,7 +208,7 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
         os.environ.setdefault("WANDB_PROJECT", str(cfg.logging.project))
         os.environ.setdefault("WANDB_DIR", str(run_dir))  # offline runs land inside the run directory
     use_vllm = cfg.generation.backend == "vllm"
-    return GRPOConfig(
+    owned = dict(
         output_dir=str(run_dir),
         max_steps=int(cfg.max_steps),
         per_device_train_batch_size=per_device,
@@ -154,14 +225,12 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
         gradient_checkpointing=bool(d.gradient_checkpointing),
         learning_rate=float(d.learning_rate),
         warmup_steps=int(d.warmup_steps),
-        lr_scheduler_type="constant_with_warmup",
         reward_weights=[float(cfg.rewards.weights[f.__name__]) for f in AXIS_REWARDS],
         multi_objective_aggregation="normalize_then_sum",
         shuffle_dataset=False,  # rows alternate build/use; in order, every batch splits 1:1
         save_strategy="steps",
         save_steps=int(cfg.save_every),
         logging_steps=1,
-        report_to=report,
         seed=int(cfg.seed),
         bf16=on_gpu and str(cfg.model.dtype) == "bfloat16",
         use_cpu=not on_gpu,
@@ -171,8 +240,13 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
            if use_vllm and cfg.generation.vllm_server_url else {}),
         remove_unused_columns=False,
         dataloader_num_workers=0,
-        disable_tqdm=True,  # smith prints one line per step (smith.train.progress); TRL's dicts go to metrics.jsonl
     )
+    defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,
+                    disable_tqdm=True)  # smith prints one line per step (smith.train.progress)
+    try:
+        return GRPOConfig(**{**defaults, **trainer_overrides(cfg), **owned})
+    except ValueError as e:
+        raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None
 
 
 def script_function(spec: str) -> Any:
@@ -243,6 +317,7 @@ def check_config(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         if str(value) not in valid:
             raise ConfigError(f"{key}={value} is not one of {', '.join(valid)}")
+    trainer_overrides(cfg)
     for part in ("evaluator", "judge"):
         section = cfg[part]
         if section.kind != "external":
@@ -307,7 +382,8 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         rollout.admit = session.stage
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=grpo_args(cfg, run_dir, on_gpu,
                                state.num_processes), train_dataset=dataset, processing_class=tok, smith=session,
-                               callbacks=[SmithCallback(session), ConsoleCallback(run_dir), *callbacks])
+                               callbacks=[SmithCallback(session), ConsoleCallback(run_dir), WandbConfig(cfg),
+                                          *callbacks])
         trainer.remove_callback(PrinterCallback)
         if cfg.generation.backend == "vllm":
             from smith.train.vllm_policy import TRLVLLMPolicy
