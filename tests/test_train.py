@@ -23,13 +23,10 @@ from smith.train.run import train
 
 from .conftest import ROOT, models_endpoint
 
-SCRIPTED = ["generation.backend=scripted", "generation.script=tests.scripts:formatted_tools",
-            "tasks.categories=[spell_backward,lcm]", "dapo.max_completion_length=400"]
-
 
 def overrides(tiny_model_dir: Path, tmp: Path, *extra: str) -> list[str]:
-    return ["recipe=tiny-random", f"model.tiny_dir={tiny_model_dir}", f"tasks.cache_dir={tmp / 'items'}", *SCRIPTED,
-            *extra]
+    """recipe=dry-run: scripted text that writes and uses working tools, everything else real."""
+    return ["recipe=dry-run", f"model.tiny_dir={tiny_model_dir}", f"tasks.cache_dir={tmp / 'items'}", *extra]
 
 
 class Snapshots(TrainerCallback):
@@ -101,6 +98,11 @@ def test_cli_run_then_resume(tiny_model_dir, tmp_path):
     assert (run / "step-2").is_symlink()
     row = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
     assert {"rewards/format/mean", "rewards/evaluation/mean", "rewards/judge/mean", "rewards/use/mean"} <= set(row)
+    # recipe=dry-run's promise: tools admitted, non-zero rewards
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert json.loads((run / "tool_pool.json").read_text())["entries"]
+    assert max(r.get("rewards/evaluation/mean") or 0 for r in rows) > 0 and max(r["rewards/use/mean"] for r in rows) > 0
+    assert rows[0]["pool/size"] > 0 and rows[-1]["use/correct"] == 1.0
     proc = _train_cli(*base, "max_steps=5", f"resume={run}")
     assert "resuming" in proc.stdout and "from checkpoint-3" in proc.stdout  # the final step is saved too
     assert _steps(run) == [1, 2, 3, 4, 5]

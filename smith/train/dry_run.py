@@ -1,5 +1,6 @@
-"""Scripted policies (LLM text doubles) for end-to-end runs: `generation.backend=scripted
-generation.script=tests.scripts:NAME`. Everything after the text is real."""
+"""The policy's text for `recipe=dry-run` (`generation.script=smith.train.dry_run:formatted_tools`): a scripted
+writer and user of two working tools, so a dry run admits tools and earns non-zero rewards on every axis it
+uses; everything after the text (sandbox, grading, pool, rewards, the TRL update) is real."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def formatted_tools(ctx: str) -> str:
     responses = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", ctx, re.S)
     if responses:
         return f"Answer: {responses[-1]}"
-    names = re.findall(r'"name": "([A-Za-z_0-9]+)"', ctx.split("</tools>")[0])
+    listed = re.search(r"<tools>\n(.*?)\n</tools>", ctx, re.S)  # the system prompt also says "<tools></tools>"
+    names = re.findall(r'"name": "([A-Za-z_0-9]+)"', listed.group(1) if listed else "")
     question = ctx.rsplit("<|im_start|>user\n", 1)[-1].split("<|im_end|>")[0]
     for marker, (_, name, _) in TOOLS.items():
         if marker in question:
