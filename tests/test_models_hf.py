@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -173,6 +175,17 @@ def test_batch_size_chunks_and_preserves_order(tiny_model_dir, backend):
     params = SamplingParams(max_new_tokens=6, temperature=0.0)
     assert [g.completion_ids for g in small.chat(CONVS, None, params)] == [
         g.completion_ids for g in backend.chat(CONVS, None, params)]
+
+
+def test_progress_counts_the_generated_tokens(backend, capsys):
+    """progress=True: a tqdm bar on stderr whose count is the tokens actually generated (finished rows stop)."""
+    loud = HFBackend(backend.model, backend.tokenizer, progress=True)
+    gens = loud.chat(CONVS, None, SamplingParams(max_new_tokens=6, temperature=0.0))
+    err = capsys.readouterr().err
+    assert f"generating {len(CONVS)} sequences" in err
+    assert re.findall(r"(\d+)tok \[", err)[-1] == str(sum(len(g.completion_ids) for g in gens))
+    HFBackend(backend.model, backend.tokenizer, progress=False).chat(CONVS, None, SamplingParams(max_new_tokens=6))
+    assert "generating" not in capsys.readouterr().err
 
 
 def test_tools_length_must_match(backend):

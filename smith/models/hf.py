@@ -75,9 +75,12 @@ class HFBackend(TokenBackend):
         batch_size: int | None = None,
         adapter: Any = ACTIVE,
         chat_template_kwargs: dict[str, Any] | None = None,
+        progress: bool | None = None,
     ) -> None:
-        """`adapter`: the default for every call -- ACTIVE (model as is), None (adapters off), or a PEFT name."""
+        """`adapter`: the default for every call -- ACTIVE (model as is), None (adapters off), or a PEFT name.
+        `progress`: a tokens bar inside each generation call that lasts over 2 s (None: on a terminal, rank 0)."""
         self.model = model
+        self.progress = progress
         self.tokenizer = tokenizer
         self.name = name or str(getattr(model, "name_or_path", "hf"))
         self.batch_size = batch_size
@@ -113,7 +116,8 @@ class HFBackend(TokenBackend):
     def with_adapter(self, adapter: str | None, name: str | None = None) -> HFBackend:
         """A view that shares the weights and generates with `adapter` (None: the base model, adapters off)."""
         view = HFBackend(self.model, self.tokenizer, name=name or f"{self.name}:{adapter or 'base'}",
-                         batch_size=self.batch_size, adapter=adapter, chat_template_kwargs=self.chat_template_kwargs)
+                         batch_size=self.batch_size, adapter=adapter, chat_template_kwargs=self.chat_template_kwargs,
+                         progress=self.progress)
         view.eos_ids, view.pad_id = self.eos_ids, self.pad_id
         return view
 
@@ -172,6 +176,16 @@ class HFBackend(TokenBackend):
             for n, p in self.model.named_parameters():
                 p.requires_grad_(grads[n])
 
+    def _bar(self, batch: int) -> Any:
+        """Generated tokens so far: a long batch (a 4B model's 64 x 1,024 tokens) is otherwise minutes of silence."""
+        from tqdm.auto import tqdm
+
+        quiet = None if self.progress is None else not self.progress
+        if quiet is None and os.environ.get("RANK", "0") != "0":
+            quiet = True
+        return tqdm(desc=f"generating {batch} sequences", unit="tok", delay=0 if self.progress else 2, leave=False,
+                    disable=quiet, dynamic_ncols=True)
+
     def _generate(self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator) -> list[Generation]:
         from transformers import DynamicCache
 
@@ -186,21 +200,25 @@ class HFBackend(TokenBackend):
         tokens: list[torch.Tensor] = []
         logps: list[torch.Tensor] = []
         step_ids = ids
-        for _ in range(params.max_new_tokens):
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
-            logits = self.model(
-                input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True,
-                logits_to_keep=1,  # only the last position: a full-prompt logits tensor would not fit for big vocabs
-            ).logits[:, -1, :]
-            token, logp = _sample(logits, params, gen)
-            token = torch.where(done, torch.full_like(token, self.pad_id), token)
-            tokens.append(token)
-            logps.append(logp)
-            done = done | torch.isin(token, eos)
-            if bool(done.all()):
-                break
-            step_ids = token[:, None]
-            mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype, device=device)], dim=-1)
+        with self._bar(batch) as bar:
+            for _ in range(params.max_new_tokens):
+                positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
+                logits = self.model(
+                    input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                    use_cache=True,
+                    logits_to_keep=1,  # only the last position: full-prompt logits would not fit for big vocabs
+                ).logits[:, -1, :]
+                token, logp = _sample(logits, params, gen)
+                token = torch.where(done, torch.full_like(token, self.pad_id), token)
+                tokens.append(token)
+                logps.append(logp)
+                bar.update(int((~done).sum()))
+                done = done | torch.isin(token, eos)
+                if bool(done.all()):
+                    break
+                step_ids = token[:, None]
+                mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype, device=device)], dim=-1)
+            bar.refresh()  # the final count, which tqdm's rate limit may not have drawn
         return self._collect(prompts, tokens, logps)
 
     def _collect(
