@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import gc
 import io
 import itertools
 import json
@@ -345,15 +346,36 @@ def tool_main() -> None:
 # ---------------------------------------------------------------- the server
 
 
+def uid_block_pids(uid_base: int) -> list[int]:
+    """Every process whose real uid lies in the block [uid_base, uid_base + UID_BLOCK), from /proc."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as fh:
+                for line in fh:
+                    if line.startswith("Uid:"):
+                        if 0 <= int(line.split()[1]) - uid_base < UID_BLOCK:
+                            pids.append(int(name))
+                        break
+        except OSError:
+            continue
+    return pids
+
+
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
 
-def _drop_privileges(uid: int) -> None:
-    """Empty the capability bounding set, switch to the tool's uid, then clear what setuid leaves."""
+def _last_cap() -> int:
     with open("/proc/sys/kernel/cap_last_cap") as fh:
-        last = int(fh.read())
-    for cap in range(last + 1):
+        return int(fh.read())
+
+
+def _drop_privileges(uid: int, last_cap: int) -> None:
+    """Empty the capability bounding set, switch to the tool's uid, then clear what setuid leaves."""
+    for cap in range(last_cap + 1):
         _prctl(PR_CAPBSET_DROP, cap)
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -378,12 +400,17 @@ class ForkServer:
         self.uid: int | None = None
         self.workdir_root = cfg["workdir_root"]
         self.bpf = base64.b64decode(cfg["bpf"]) if cfg["bpf"] else None
+        self.last_cap = _last_cap()  # read once: every tool process drops capabilities 0..last_cap
+        # alone in its own pid namespace (strict, under bubblewrap's init), every other process but init is a
+        # tool or its descendant: kill(-1) then reaches them all at once, with no /proc scan
+        self.own_pid_ns = bool(cfg["own_pid_ns"]) and os.getpid() <= 16 and os.getppid() == 1
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
         net = cfg["unshare_net"] and _libc.unshare(CLONE_NEWNET) == 0
         with open("/proc/net/dev") as fh:
             ifaces = sorted(line.split(":")[0].strip() for line in fh.readlines()[2:])
         for name in PRELOAD:
             __import__(name)
+        gc.freeze()  # every tool process inherits these objects: no collection in it walks (and copies) them
         return {
             "ok": True,
             "uid": os.geteuid(),
@@ -407,7 +434,7 @@ class ForkServer:
         if pid == 0:
             bad = b""
             try:
-                _drop_privileges(self.uid_base)
+                _drop_privileges(self.uid_base, self.last_cap)
                 for path in paths:
                     try:
                         os.listdir(path)
@@ -452,7 +479,7 @@ class ForkServer:
             os.closerange(5, 1 << 20)
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             if self.uid is not None:
-                _drop_privileges(self.uid)
+                _drop_privileges(self.uid, self.last_cap)
             os.chdir(self.cwd)
             os.environ.clear()
             os.environ.update(PATH="/usr/bin:/bin", HOME=self.cwd, TMPDIR=self.cwd, LANG="C.UTF-8")
@@ -470,45 +497,38 @@ class ForkServer:
                 os._exit(70)
         os._exit(0)
 
-    def _tool_pids(self) -> list[int]:
-        pids = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/status") as fh:
-                    for line in fh:
-                        if line.startswith("Uid:"):
-                            if 0 <= int(line.split()[1]) - self.uid_base < UID_BLOCK:
-                                pids.append(int(name))
-                            break
-            except OSError:
-                continue
-        return pids
-
     def reap(self) -> dict:
-        """SIGKILL every process of the tools' uids, reap them all, remove the working directory."""
+        """SIGKILL every process of the tools' uids (in its own pid namespace: every process but init), reap
+        them all, remove the working directory."""
         exit_status = None
         deadline = time.monotonic() + 10.0
         if self.uid_base is None and self.child is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.child, signal.SIGKILL)
         while True:
-            victims = self._tool_pids() if self.uid_base is not None else []
+            if self.own_pid_ns:
+                # atomic against fork: a child is either listed (and killed) or its fork fails
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, signal.SIGKILL)
+                victims = []
+            else:
+                victims = uid_block_pids(self.uid_base) if self.uid_base is not None else []
             for pid in victims:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+            running = False
             while True:
                 try:
                     pid, status = os.waitpid(-1, os.WNOHANG)
                 except ChildProcessError:
                     break
                 if pid == 0:
+                    running = True
                     break
                 if pid == self.child:
                     exit_status = status
                     self.child = None
-            if not victims and self.child is None:
+            if not running if self.own_pid_ns else not victims and self.child is None:
                 break
             if time.monotonic() > deadline:
                 return {"ok": False, "error": f"tool processes survived SIGKILL for 10 s: {victims}"}
