@@ -36,6 +36,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_SECCOMP = 22
+PR_CAPBSET_READ = 23
 PR_CAPBSET_DROP = 24
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SECCOMP_MODE_FILTER = 2
@@ -368,14 +369,16 @@ class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
 
-def _last_cap() -> int:
+def _bounding_set() -> list[int]:
+    """The capabilities still in this process's bounding set (under bubblewrap, only the server's few)."""
     with open("/proc/sys/kernel/cap_last_cap") as fh:
-        return int(fh.read())
+        last = int(fh.read())
+    return [cap for cap in range(last + 1) if _libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1]
 
 
-def _drop_privileges(uid: int, last_cap: int) -> None:
+def _drop_privileges(uid: int, bounding: list[int]) -> None:
     """Empty the capability bounding set, switch to the tool's uid, then clear what setuid leaves."""
-    for cap in range(last_cap + 1):
+    for cap in bounding:
         _prctl(PR_CAPBSET_DROP, cap)
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -399,8 +402,7 @@ class ForkServer:
         self.uid_base = cfg["uid_base"]  # tool processes get uid_base + seq: a fresh uid for every run
         self.uid: int | None = None
         self.workdir_root = cfg["workdir_root"]
-        self.bpf = base64.b64decode(cfg["bpf"]) if cfg["bpf"] else None
-        self.last_cap = _last_cap()  # read once: every tool process drops capabilities 0..last_cap
+        self.bounding = _bounding_set()  # read once: every tool process drops exactly these
         # alone in its own pid namespace (strict, under bubblewrap's init), every other process but init is a
         # tool or its descendant: kill(-1) then reaches them all at once, with no /proc scan
         self.own_pid_ns = bool(cfg["own_pid_ns"]) and os.getpid() <= 16 and os.getppid() == 1
@@ -411,7 +413,7 @@ class ForkServer:
         for name in PRELOAD:
             __import__(name)
         gc.freeze()  # every tool process inherits these objects: no collection in it walks (and copies) them
-        return {
+        hello = {
             "ok": True,
             "uid": os.geteuid(),
             "can_setuid": os.geteuid() == 0 and self.uid_base is not None,
@@ -421,6 +423,11 @@ class ForkServer:
             "python": sys.version.split()[0],
             "unreadable": self._probe_python(),
         }
+        if cfg["bpf"]:
+            # once, here: every tool process forked later inherits the filter (and no_new_privs) before it
+            # runs anything of its own, and none pays for compiling it; the server needs nothing it denies
+            load_seccomp(base64.b64decode(cfg["bpf"]))
+        return hello
 
     def _probe_python(self) -> str | None:
         """The first interpreter path a tool's uid cannot read (it could import nothing new), or None."""
@@ -434,7 +441,7 @@ class ForkServer:
         if pid == 0:
             bad = b""
             try:
-                _drop_privileges(self.uid_base, self.last_cap)
+                _drop_privileges(self.uid_base, self.bounding)
                 for path in paths:
                     try:
                         os.listdir(path)
@@ -460,15 +467,16 @@ class ForkServer:
         os.mkdir(self.cwd, 0o700)
         if self.uid is not None:
             os.chown(self.cwd, self.uid, self.uid)
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            self._child(fds)
+            self._child(fds, server)
         for fd in fds:
             os.close(fd)
         self.child = pid
         return {"ok": True, "pid": pid}
 
-    def _child(self, fds: list[int]) -> None:
+    def _child(self, fds: list[int], server: int) -> None:
         try:
             os.setsid()
             high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]  # above 0..4, so dup2 clobbers none
@@ -477,14 +485,14 @@ class ForkServer:
             for target, fd in zip((REQ_FD, RESP_FD, 1, 2), high, strict=True):
                 os.dup2(fd, target)
             os.closerange(5, 1 << 20)
-            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             if self.uid is not None:
-                _drop_privileges(self.uid, self.last_cap)
+                _drop_privileges(self.uid, self.bounding)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid switch, which would clear it
+            if os.getppid() != server:  # the server died before that: nothing would reap this process
+                os._exit(70)
             os.chdir(self.cwd)
             os.environ.clear()
             os.environ.update(PATH="/usr/bin:/bin", HOME=self.cwd, TMPDIR=self.cwd, LANG="C.UTF-8")
-            if self.bpf is not None:
-                load_seccomp(self.bpf)
             _reset_std()
             _prewarm()
             tool_main()
@@ -534,7 +542,10 @@ class ForkServer:
                 return {"ok": False, "error": f"tool processes survived SIGKILL for 10 s: {victims}"}
             time.sleep(0.0002)
         if self.cwd is not None:
-            shutil.rmtree(self.cwd, ignore_errors=True)
+            try:
+                os.rmdir(self.cwd)  # most tools write nothing: one syscall
+            except OSError:
+                shutil.rmtree(self.cwd, ignore_errors=True)
             self.cwd = None
         if exit_status is None:
             return {"ok": True, "exit": None, "signal": None}
