@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import gc
 import io
 import itertools
 import json
@@ -35,6 +36,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_SECCOMP = 22
+PR_CAPBSET_READ = 23
 PR_CAPBSET_DROP = 24
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SECCOMP_MODE_FILTER = 2
@@ -345,15 +347,38 @@ def tool_main() -> None:
 # ---------------------------------------------------------------- the server
 
 
+def uid_block_pids(uid_base: int) -> list[int]:
+    """Every process whose real uid lies in the block [uid_base, uid_base + UID_BLOCK), from /proc."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as fh:
+                for line in fh:
+                    if line.startswith("Uid:"):
+                        if 0 <= int(line.split()[1]) - uid_base < UID_BLOCK:
+                            pids.append(int(name))
+                        break
+        except OSError:
+            continue
+    return pids
+
+
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
 
-def _drop_privileges(uid: int) -> None:
-    """Empty the capability bounding set, switch to the tool's uid, then clear what setuid leaves."""
+def _bounding_set() -> list[int]:
+    """The capabilities still in this process's bounding set (under bubblewrap, only the server's few)."""
     with open("/proc/sys/kernel/cap_last_cap") as fh:
         last = int(fh.read())
-    for cap in range(last + 1):
+    return [cap for cap in range(last + 1) if _libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1]
+
+
+def _drop_privileges(uid: int, bounding: list[int]) -> None:
+    """Empty the capability bounding set, switch to the tool's uid, then clear what setuid leaves."""
+    for cap in bounding:
         _prctl(PR_CAPBSET_DROP, cap)
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -377,14 +402,18 @@ class ForkServer:
         self.uid_base = cfg["uid_base"]  # tool processes get uid_base + seq: a fresh uid for every run
         self.uid: int | None = None
         self.workdir_root = cfg["workdir_root"]
-        self.bpf = base64.b64decode(cfg["bpf"]) if cfg["bpf"] else None
+        self.bounding = _bounding_set()  # read once: every tool process drops exactly these
+        # alone in its own pid namespace (strict, under bubblewrap's init), every other process but init is a
+        # tool or its descendant: kill(-1) then reaches them all at once, with no /proc scan
+        self.own_pid_ns = bool(cfg["own_pid_ns"]) and os.getpid() <= 16 and os.getppid() == 1
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
         net = cfg["unshare_net"] and _libc.unshare(CLONE_NEWNET) == 0
         with open("/proc/net/dev") as fh:
             ifaces = sorted(line.split(":")[0].strip() for line in fh.readlines()[2:])
         for name in PRELOAD:
             __import__(name)
-        return {
+        gc.freeze()  # every tool process inherits these objects: no collection in it walks (and copies) them
+        hello = {
             "ok": True,
             "uid": os.geteuid(),
             "can_setuid": os.geteuid() == 0 and self.uid_base is not None,
@@ -394,6 +423,11 @@ class ForkServer:
             "python": sys.version.split()[0],
             "unreadable": self._probe_python(),
         }
+        if cfg["bpf"]:
+            # once, here: every tool process forked later inherits the filter (and no_new_privs) before it
+            # runs anything of its own, and none pays for compiling it; the server needs nothing it denies
+            load_seccomp(base64.b64decode(cfg["bpf"]))
+        return hello
 
     def _probe_python(self) -> str | None:
         """The first interpreter path a tool's uid cannot read (it could import nothing new), or None."""
@@ -407,7 +441,7 @@ class ForkServer:
         if pid == 0:
             bad = b""
             try:
-                _drop_privileges(self.uid_base)
+                _drop_privileges(self.uid_base, self.bounding)
                 for path in paths:
                     try:
                         os.listdir(path)
@@ -433,15 +467,16 @@ class ForkServer:
         os.mkdir(self.cwd, 0o700)
         if self.uid is not None:
             os.chown(self.cwd, self.uid, self.uid)
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            self._child(fds)
+            self._child(fds, server)
         for fd in fds:
             os.close(fd)
         self.child = pid
         return {"ok": True, "pid": pid}
 
-    def _child(self, fds: list[int]) -> None:
+    def _child(self, fds: list[int], server: int) -> None:
         try:
             os.setsid()
             high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]  # above 0..4, so dup2 clobbers none
@@ -450,14 +485,14 @@ class ForkServer:
             for target, fd in zip((REQ_FD, RESP_FD, 1, 2), high, strict=True):
                 os.dup2(fd, target)
             os.closerange(5, 1 << 20)
-            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             if self.uid is not None:
-                _drop_privileges(self.uid)
+                _drop_privileges(self.uid, self.bounding)
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid switch, which would clear it
+            if os.getppid() != server:  # the server died before that: nothing would reap this process
+                os._exit(70)
             os.chdir(self.cwd)
             os.environ.clear()
             os.environ.update(PATH="/usr/bin:/bin", HOME=self.cwd, TMPDIR=self.cwd, LANG="C.UTF-8")
-            if self.bpf is not None:
-                load_seccomp(self.bpf)
             _reset_std()
             _prewarm()
             tool_main()
@@ -470,51 +505,47 @@ class ForkServer:
                 os._exit(70)
         os._exit(0)
 
-    def _tool_pids(self) -> list[int]:
-        pids = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/status") as fh:
-                    for line in fh:
-                        if line.startswith("Uid:"):
-                            if 0 <= int(line.split()[1]) - self.uid_base < UID_BLOCK:
-                                pids.append(int(name))
-                            break
-            except OSError:
-                continue
-        return pids
-
     def reap(self) -> dict:
-        """SIGKILL every process of the tools' uids, reap them all, remove the working directory."""
+        """SIGKILL every process of the tools' uids (in its own pid namespace: every process but init), reap
+        them all, remove the working directory."""
         exit_status = None
         deadline = time.monotonic() + 10.0
         if self.uid_base is None and self.child is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.child, signal.SIGKILL)
         while True:
-            victims = self._tool_pids() if self.uid_base is not None else []
+            if self.own_pid_ns:
+                # atomic against fork: a child is either listed (and killed) or its fork fails
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, signal.SIGKILL)
+                victims = []
+            else:
+                victims = uid_block_pids(self.uid_base) if self.uid_base is not None else []
             for pid in victims:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+            running = False
             while True:
                 try:
                     pid, status = os.waitpid(-1, os.WNOHANG)
                 except ChildProcessError:
                     break
                 if pid == 0:
+                    running = True
                     break
                 if pid == self.child:
                     exit_status = status
                     self.child = None
-            if not victims and self.child is None:
+            if not running if self.own_pid_ns else not victims and self.child is None:
                 break
             if time.monotonic() > deadline:
                 return {"ok": False, "error": f"tool processes survived SIGKILL for 10 s: {victims}"}
             time.sleep(0.0002)
         if self.cwd is not None:
-            shutil.rmtree(self.cwd, ignore_errors=True)
+            try:
+                os.rmdir(self.cwd)  # most tools write nothing: one syscall
+            except OSError:
+                shutil.rmtree(self.cwd, ignore_errors=True)
             self.cwd = None
         if exit_status is None:
             return {"ok": True, "exit": None, "signal": None}

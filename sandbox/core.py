@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,6 +21,8 @@ from sandbox.types import Limits, Result, framed_calls
 from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
 
 ISOLATIONS = ("strict", "process")
+WORKER_ATTEMPTS = 3  # workers a run's not-yet-started calls may be tried on when fork servers fail
+RESTART_ATTEMPTS = 3  # tries to start a replacement for a broken worker before its slot is given up
 
 
 class Sandbox:
@@ -49,6 +52,7 @@ class Sandbox:
             self._bpf = None
         self._idle: queue.SimpleQueue[Worker] = queue.SimpleQueue()
         self._all: set[Worker] = set()
+        self._slots = self.size  # workers alive or being replaced; calls wait while any slot is left
         self._lock = threading.Lock()
         self._returned = threading.Condition(self._lock)
         self._closed = False
@@ -101,6 +105,8 @@ class Sandbox:
             return list(self._all)
 
     def _take(self) -> Worker:
+        """An idle worker; while a broken one is being replaced this waits for it (or for any other) rather
+        than failing, and fails only once every slot's restarts have failed."""
         while True:
             if self._closed:
                 raise RuntimeError("this Sandbox is closed; create a new one")
@@ -108,7 +114,7 @@ class Sandbox:
                 return self._idle.get(timeout=0.5)
             except queue.Empty:
                 with self._lock:
-                    if not self._all:
+                    if not self._slots:
                         raise SandboxUnavailable("no sandbox workers are left: restarting them failed") from None
 
     def _with_worker(self, fn: Any) -> Any:
@@ -116,21 +122,41 @@ class Sandbox:
         try:
             return fn(worker)
         finally:
-            self._bg.submit(self._recycle, worker)
+            try:
+                self._bg.submit(self._recycle, worker)
+            except RuntimeError:  # close() has shut the background threads down
+                self._retire(worker)
+
+    def _retire(self, worker: Worker) -> None:
+        with self._lock:
+            self._all.discard(worker)
+        worker.close()
+        with self._lock:
+            self._returned.notify_all()
+
+    def _replace(self, broken: Worker) -> Worker | None:
+        """Close a broken worker (killed outright: no second control timeout) and start its successor; the
+        slot stays counted meanwhile, so calls wait for it instead of failing."""
+        self._retire(broken)
+        for attempt in range(RESTART_ATTEMPTS):
+            if self._closed:
+                break
+            try:
+                return self._new_worker()
+            except Exception:
+                time.sleep(0.5 * (attempt + 1))
+        with self._lock:
+            self._slots -= 1
+            self._returned.notify_all()
+        return None
 
     def _recycle(self, worker: Worker) -> None:
         """Clean up after a run and pre-fork the next tool, then hand the worker back (or a replacement)."""
         try:
             worker.ready()
         except WorkerBroken:
-            with self._lock:
-                self._all.discard(worker)
-            worker.close()
-            try:
-                worker = self._new_worker()
-            except Exception:
-                with self._lock:
-                    self._returned.notify_all()
+            worker = self._replace(worker)
+            if worker is None:
                 return
         with self._lock:
             closed = self._closed
@@ -154,13 +180,19 @@ class Sandbox:
         return [r if r is not None else next(ran) for r in results]
 
     def _run_frames(self, code: str, func_name: str, frames: list[bytes], limits: Limits) -> list[Result]:
-        for attempt in range(2):
+        """At most once: when a fork server fails, the calls that reached a tool process keep their results
+        and only the calls that never did go to another worker."""
+        done: list[Result] = []
+        for _ in range(WORKER_ATTEMPTS):
+            rest = frames[len(done) :]
             try:
-                return self._with_worker(lambda w: w.run(code, func_name, frames, limits))
+                return done + self._with_worker(lambda w, rest=rest: w.run(code, func_name, rest, limits))
             except WorkerBroken as exc:
-                if attempt:
-                    return [Result("error", None, f"sandbox worker failed: {exc}") for _ in frames]
-        raise AssertionError("unreachable")
+                done += exc.done
+                failure = exc
+                if len(done) == len(frames) or self._closed:
+                    break
+        return done + [Result("error", None, f"sandbox worker failed: {failure}") for _ in frames[len(done) :]]
 
     def run_script(self, code: str, stdin: str = "", limits: Limits | None = None) -> Result:
         """Run a whole program with `stdin`; Result.value is its exit code (SandboxFusion /run_code)."""
@@ -169,15 +201,23 @@ class Sandbox:
         except FrameError as exc:
             return Result("error", None, f"the program or its stdin cannot travel as JSON: {exc}")
         limits = limits or Limits()
-        try:
-            return self._with_worker(lambda w: w.run_script(code, stdin, limits))
-        except WorkerBroken as exc:
-            return Result("error", None, f"sandbox worker failed: {exc}")
+        for _ in range(WORKER_ATTEMPTS):
+            try:
+                return self._with_worker(lambda w: w.run_script(code, stdin, limits))
+            except WorkerBroken as exc:
+                if exc.done:  # the program may have started: at most once
+                    return exc.done[0]
+                failure = exc
+                if self._closed:
+                    break
+        return Result("error", None, f"sandbox worker failed: {failure}")
 
     def quiesce(self, timeout_s: float = 30.0) -> bool:
         """Wait until every worker is idle with a fresh tool pre-forked (background clean-up done)."""
         with self._lock:
-            return self._returned.wait_for(lambda: self._idle.qsize() == len(self._all), timeout=timeout_s)
+            return self._returned.wait_for(
+                lambda: self._idle.qsize() == len(self._all) == self._slots, timeout=timeout_s
+            )
 
     def close(self, wait_s: float = 30.0) -> None:
         """Stop every worker; runs in flight finish first (bounded by wait_s), then are killed."""
@@ -194,10 +234,16 @@ class Sandbox:
         with self._lock:
             self._returned.wait_for(lambda: not self._all, timeout=wait_s)
             leftover = list(self._all)
+        for worker in leftover:  # still running past wait_s: its run ends at once, its thread closes it
+            worker.kill()
+        with self._lock:
+            self._returned.wait_for(lambda: not self._all, timeout=5.0)
+        self._bg.shutdown(wait=True)
+        with self._lock:
+            leftover = list(self._all)
             self._all.clear()
         for worker in leftover:
             worker.close()
-        self._bg.shutdown(wait=True)
 
     def __enter__(self) -> Sandbox:
         return self

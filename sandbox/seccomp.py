@@ -3,8 +3,8 @@
 The tool process loads the exported program with prctl (sandbox/_forkserver.py), so the sandbox needs
 no libseccomp of its own. A denylist in the style of container runtimes: everything a pure-Python tool
 needs stays allowed; kernel surfaces that namespaces and dropped capabilities do not already close
-(new namespaces, ptrace, bpf, io_uring, keyrings, mounts, IPC objects that outlive a run, non-UNIX sockets)
-fail with an errno.
+(new namespaces, ptrace, bpf, io_uring, keyrings, mounts, IPC objects that outlive a run, memory-backed files
+outside the run's limits, non-UNIX sockets) fail with an errno.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ DENIED = (
     "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
     "semtimedop", "semctl", "ipc", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
     "mq_getsetattr",
+    # anonymous files: their pages count against neither RLIMIT_AS nor the private /tmp's size, so a run could
+    # hold open files x file size x processes of memory (docs/sandbox.md, "Memory")
+    "memfd_create", "memfd_secret",
 )  # fmt: skip
 CLONE_NAMESPACE_FLAGS = (0x00020000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x02000000)
 AF_UNIX = 1

@@ -8,6 +8,7 @@ the tools' uids (docs/architecture.md, "Sandbox").
 
 from __future__ import annotations
 
+import array
 import base64
 import contextlib
 import fcntl
@@ -21,16 +22,21 @@ import socket
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from sandbox._forkserver import HEADER, UID_BLOCK, FrameError, loads, pack
+from sandbox._forkserver import HEADER, UID_BLOCK, FrameError, loads, pack, uid_block_pids
 from sandbox.types import Limits, Result
 
 FORKSERVER = Path(__file__).with_name("_forkserver.py")
 INSIDE_FORKSERVER = "/opt/sandbox/forkserver.py"
-CONTROL_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 30.0  # the fork server's start-up: imports, /proc probes, a probe fork
+# one recycle: the server's reap gives up after 10 s of unkillable processes, so a server silent this long is wedged
+CONTROL_TIMEOUT_S = 15.0
+INNOCENT_RETRIES = 2  # fresh processes a run may get when its pre-forked one died before reading the run
 BASE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 # the fork server keeps only what it needs to fork, switch uid, kill and clean up
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
@@ -49,7 +55,15 @@ class SandboxUnavailable(RuntimeError):
 
 
 class WorkerBroken(RuntimeError):
-    """The fork server stopped answering; the pool replaces the worker."""
+    """The fork server stopped answering; the pool replaces the worker.
+
+    `done` holds the results that are final (calls that ran or may have run: never run again); the calls
+    after them never reached a tool process, so the pool may run them on another worker.
+    """
+
+    def __init__(self, message: str, done: list[Result] | None = None) -> None:
+        super().__init__(message)
+        self.done = done or []
 
 
 def claim_uid_block() -> tuple[int, int]:
@@ -64,8 +78,22 @@ def claim_uid_block() -> tuple[int, int]:
         except BlockingIOError:
             os.close(fd)
             continue
-        return base, fd
+        try:  # a holder deletes its file before unlocking: a lock won on a deleted file is stale, try again
+            same = os.path.samestat(os.fstat(fd), os.stat(UID_LOCK_DIR / f"{base}.lock"))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return base, fd
+        os.close(fd)
     raise SandboxUnavailable(f"no free uid block after 256 tries; are thousands of workers running? ({UID_LOCK_DIR})")
+
+
+def release_uid_block(base: int, fd: int) -> None:
+    """Delete the block's lock file while still holding its lock, then unlock; call only once no process of
+    the block is left. Other holders' files are never touched (claim_uid_block re-checks the file it locked)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(UID_LOCK_DIR / f"{base}.lock")
+    os.close(fd)
 
 
 def _ro_system_binds() -> list[str]:
@@ -137,6 +165,7 @@ class _ToolProcess:
             os.set_blocking(fd, False)
         self.used = False
         self.closed = False
+        self.written = 0  # bytes of the request stream written into the pipe
         self.outbox = bytearray()
         self.writing = False
         self.poll = select.poll()
@@ -209,7 +238,9 @@ class _ToolProcess:
 
     def _write(self) -> None:
         try:
-            del self.outbox[: os.write(self.req_w, self.outbox)]
+            n = os.write(self.req_w, self.outbox)
+            del self.outbox[:n]
+            self.written += n
         except BlockingIOError:
             return
         except BrokenPipeError:
@@ -243,6 +274,13 @@ class _ToolProcess:
                 else:
                     self._write()
 
+    def consumed(self) -> int:
+        """Bytes of the request stream the tool process has read: what was written into the pipe less what is
+        still in it (a dead reader leaves its unread bytes in the pipe, whose write end the host still holds)."""
+        unread = array.array("i", [0])
+        fcntl.ioctl(self.req_w, termios.FIONREAD, unread)
+        return self.written - unread[0]
+
     def close(self) -> None:
         """Close the host's ends; an idle tool process then reads end-of-file and exits by itself."""
         if not self.closed:
@@ -259,6 +297,8 @@ class Worker:
         self.uid_base, self._uid_lock = claim_uid_block() if dedicated_uids else (None, None)
         self.workdir: str | None = None
         self.tool: _ToolProcess | None = None
+        self.broken = False  # set once the fork server failed to answer; it is then only ever killed
+        self._close_lock = threading.Lock()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._errlog = tempfile.TemporaryFile()  # noqa: SIM115 - the server's stderr, kept until close()
         try:
@@ -277,13 +317,14 @@ class Worker:
             parent.close()
             self._errlog.close()
             if self._uid_lock is not None:
-                os.close(self._uid_lock)
+                release_uid_block(self.uid_base, self._uid_lock)
             raise
         finally:
             child.close()
         self.sock = parent
-        self.sock.settimeout(CONTROL_TIMEOUT_S)
+        self.sock.settimeout(START_TIMEOUT_S)
         cfg = {"op": "init", "uid_base": self.uid_base, "workdir_root": root, "unshare_net": isolation == "process"}
+        cfg["own_pid_ns"] = isolation == "strict"
         cfg["bpf"] = base64.b64encode(bpf).decode() if bpf else None
         try:
             self.hello = self._control(cfg)
@@ -293,18 +334,23 @@ class Worker:
         if not self.hello.get("ok"):
             self.close()
             raise SandboxUnavailable(f"{isolation} sandbox worker failed to start: {self.hello.get('error')}")
+        self.sock.settimeout(CONTROL_TIMEOUT_S)
 
     def _errtext(self) -> str:
         self._errlog.seek(0)
         return self._errlog.read()[-2000:].decode(errors="replace").strip()
 
     def _control(self, msg: dict, fds: tuple[int, ...] = ()) -> dict:
+        if self.broken:
+            raise WorkerBroken("fork server already failed")
         try:
             socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
             data = self.sock.recv(1 << 16)
         except OSError as exc:
+            self.broken = True
             raise WorkerBroken(f"fork server unreachable ({exc}); its stderr: {self._errtext()!r}") from exc
         if not data:
+            self.broken = True
             raise WorkerBroken(f"fork server exited; its stderr: {self._errtext()!r}")
         return json.loads(data)
 
@@ -326,6 +372,7 @@ class Worker:
             self.tool.close()
         self.tool = _ToolProcess(*host_ends)
         if not reply.get("ok") or "pid" not in reply:
+            self.broken = True
             raise WorkerBroken(f"fork server could not recycle a tool: {reply.get('error')}")
         return reply
 
@@ -339,6 +386,26 @@ class Worker:
             "fsize_mb": limits.fsize_mb, "nofile": limits.nofile,
         }  # fmt: skip
         return tool
+
+    def _start(self, limits: Limits, calls: int, load: dict, first: bytes | None) -> tuple[_ToolProcess, str, Any]:
+        """Send the load frame (and the first call behind it) and read the load's reply. A pre-forked process
+        that died before it read the whole load frame ran nothing of this run, so it is replaced and the run
+        sent again, at most INNOCENT_RETRIES times: an idle process killed from outside never costs a run."""
+        deaths = []
+        while True:
+            tool = self._fresh_tool(limits, calls, load)
+            frame = pack(load)
+            tool.send(frame)
+            if first is not None:
+                tool.send(first)  # pipelined behind the load: one round trip saved
+            kind, msg = tool.recv(limits.timeout_s)
+            if kind != "died" or tool.consumed() >= len(frame):
+                return tool, kind, msg
+            _status, why = self._death(self.recycle(), "before it read the run")
+            deaths.append(why)
+            if len(deaths) > INNOCENT_RETRIES:
+                why = f"the sandbox's pre-forked tool process died {len(deaths)} times before it read the run: {why}"
+                return tool, "bad", why
 
     @staticmethod
     def _death(reply: dict, what: str) -> tuple[str, str]:
@@ -367,57 +434,73 @@ class Worker:
         """Load `code` once per tool process, call `func_name` once per call frame (already packed).
 
         A call that times out or kills its process ends that process; the remaining calls get a fresh one.
+        Raises WorkerBroken when the fork server fails, with the results that are final (at most once: a call
+        that reached a tool process is never run again).
         """
         results: list[Result] = []
-        while len(results) < len(calls):
-            load = {"kind": "func", "code": code, "func": func_name, "max_return_bytes": limits.max_return_bytes}
-            tool = self._fresh_tool(limits, len(calls) - len(results), load)
-            t0 = time.monotonic()
-            first = len(results)
-            tool.send(pack(load))
-            tool.send(calls[first])  # pipelined behind the load: one round trip saved
-            kind, msg = tool.recv(limits.timeout_s)
-            if kind != "frame" or msg["status"] != "ok":
-                res = self._result(tool, kind, msg, time.monotonic() - t0)
-                if kind != "frame":
-                    self._explain(res, kind, "while loading the tool")
-                res.error = f"loading the tool failed: {res.error}"
-                results += [res] + [Result(res.status, None, res.error) for _ in calls[len(results) + 1 :]]
-                break
+        try:
             while len(results) < len(calls):
-                if len(results) > first:  # later calls go one at a time, so output is attributed per call
-                    tool.send(calls[len(results)])
+                load = {"kind": "func", "code": code, "func": func_name, "max_return_bytes": limits.max_return_bytes}
+                first = len(results)
                 t0 = time.monotonic()
-                kind, msg = tool.recv(limits.timeout_s)
-                res = self._result(tool, kind, msg, time.monotonic() - t0)
-                results.append(res)
-                if kind != "frame":
-                    self._explain(res, kind, "during the call")
+                tool, kind, msg = self._start(limits, len(calls) - first, load, calls[first])
+                if kind != "frame" or msg["status"] != "ok":
+                    res = self._result(tool, kind, msg, time.monotonic() - t0)
+                    try:
+                        if kind != "frame":
+                            self._explain(res, kind, "while loading the tool")
+                    finally:
+                        res.error = f"loading the tool failed: {res.error}"
+                        results += [res] + [Result(res.status, None, res.error) for _ in calls[first + 1 :]]
                     break
-        if self.tool.used:
-            self.tool.close()
+                while len(results) < len(calls):
+                    if len(results) > first:  # later calls go one at a time, so output is attributed per call
+                        tool.send(calls[len(results)])
+                    t0 = time.monotonic()
+                    kind, msg = tool.recv(limits.timeout_s)
+                    res = self._result(tool, kind, msg, time.monotonic() - t0)
+                    results.append(res)
+                    if kind != "frame":
+                        self._explain(res, kind, "during the call")
+                        break
+        except WorkerBroken as exc:
+            exc.done = results
+            raise
+        finally:
+            if self.tool is not None and self.tool.used:
+                self.tool.close()
         return results
 
     def _explain(self, res: Result, kind: str, what: str) -> None:
         """The tool process is gone or must go: reap it now and say how it ended."""
-        reply = self.recycle()
+        try:
+            reply = self.recycle()
+        except WorkerBroken as exc:
+            if kind == "died":  # the server's death took the tool along: not the tool's doing, but not rerun
+                res.status, res.error = "error", f"the sandbox worker failed {what} (not retried): {exc}"
+            raise
         if kind == "died":
             res.status, res.error = self._death(reply, what)
         elif kind == "bad":
             res.status = "error"
 
     def run_script(self, code: str, stdin: str, limits: Limits) -> Result:
-        """Run a whole program (SandboxFusion /run_code); value is its exit code."""
+        """Run a whole program (SandboxFusion /run_code); value is its exit code. WorkerBroken carries the
+        result in `done` once the program may have started."""
         load = {"kind": "script", "code": code, "stdin": stdin}
-        tool = self._fresh_tool(limits, 1, load)
-        t0 = time.monotonic()
-        tool.send(pack(load))
-        kind, msg = tool.recv(limits.timeout_s)
-        res = self._result(tool, kind, msg, time.monotonic() - t0)
-        if kind != "frame":
-            self._explain(res, kind, "while running the program")
-        if self.tool.used:
-            self.tool.close()
+        res = None
+        try:
+            t0 = time.monotonic()
+            tool, kind, msg = self._start(limits, 1, load, None)
+            res = self._result(tool, kind, msg, time.monotonic() - t0)
+            if kind != "frame":
+                self._explain(res, kind, "while running the program")
+        except WorkerBroken as exc:
+            exc.done = [res] if res is not None else []
+            raise
+        finally:
+            if self.tool is not None and self.tool.used:
+                self.tool.close()
         return res
 
     def owns_uid(self, uid: int) -> bool:
@@ -426,26 +509,52 @@ class Worker:
 
     def ready(self) -> None:
         """Make sure a fresh pre-forked tool process is waiting (runs off the caller's critical path)."""
+        if self.broken:
+            raise WorkerBroken("fork server already failed")
         if self.tool is None or self.tool.used:
             self.recycle()
 
+    def kill(self) -> None:
+        """SIGKILL the fork server's process group at once, from any thread; a run in flight on this worker
+        then sees its tool die and the pool closes the worker. In "strict" the sandbox's init dies with it
+        (bubblewrap's --die-with-parent), and with init the whole pid namespace."""
+        self.broken = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
     def close(self) -> None:
-        """Stop the fork server; in "strict" its pid namespace dies with it, taking any tool along."""
-        if self.sock.fileno() < 0:
-            return
-        if self.tool is not None:
-            self.tool.close()
-        with contextlib.suppress(WorkerBroken, ValueError):
-            self._control({"op": "recycle"})  # reap without a successor: no tool outlives its server
-        self.sock.close()
-        try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self._errlog.close()
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        if self._uid_lock is not None:
-            os.close(self._uid_lock)  # every process of the block is dead: it may be reused
+        """Stop the fork server and every tool process, then release the uid block. A healthy server reaps its
+        tools first; a broken one is killed outright, without waiting on a control timeout again."""
+        with self._close_lock:
+            if self.sock.fileno() < 0:
+                return
+            if self.tool is not None:
+                self.tool.close()
+            reaped = False
+            with contextlib.suppress(WorkerBroken, ValueError):
+                reaped = self._control({"op": "recycle"}).get("ok")  # reap without a successor
+            self.sock.close()
+            if not reaped:
+                self.kill()
+            try:
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                self.proc.wait()
+            self._errlog.close()
+            if self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            if self._uid_lock is not None:
+                if not reaped:
+                    self._kill_block()
+                release_uid_block(self.uid_base, self._uid_lock)  # every process of the block is dead
+
+    def _kill_block(self) -> None:
+        """SIGKILL, from the host, any process still running as one of this worker's uids (a tool orphaned by
+        a server that died), so the block is empty before another worker may claim it."""
+        deadline = time.monotonic() + 10.0
+        while (pids := uid_block_pids(self.uid_base)) and time.monotonic() < deadline:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)

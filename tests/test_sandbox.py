@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from sandbox import Limits, Result, Sandbox, SandboxUnavailable
+from sandbox.worker import UID_LOCK_DIR
 
 COUNTER = "state = {'n': 0}\ndef tool(x):\n    state['n'] += 1\n    return [x, state['n']]\n"
 
@@ -183,6 +184,20 @@ def test_close_releases_every_process_and_descriptor():
     assert _fds() == fds and len(_children()) == children
     with pytest.raises(RuntimeError, match="closed"):
         box.run(COUNTER, "tool", [{"x": 1}])
+
+
+def test_closing_deletes_only_its_own_uid_lock_files(sb):
+    """Each worker's uid block is reserved by a lock file in /run/smith-sandbox-uids; closing deletes those
+    files (a thousand Sandboxes used to leave a thousand files) and no other holder's."""
+    others = {w.uid_base for w in sb.workers}  # a Sandbox still open in this process
+    box = Sandbox(isolation="strict", workers=2)
+    mine = {w.uid_base for w in box.workers}
+    assert len(mine) == 2 and not mine & others
+    assert all((UID_LOCK_DIR / f"{base}.lock").exists() for base in mine | others)
+    box.close()
+    assert not any((UID_LOCK_DIR / f"{base}.lock").exists() for base in mine)
+    assert all((UID_LOCK_DIR / f"{base}.lock").exists() for base in others)
+    assert sb.run(COUNTER, "tool", [{"x": 1}])[0].value == [1, 1]
 
 
 def _flatness(sb: Sandbox, runs: int, calls_per_run: int) -> None:

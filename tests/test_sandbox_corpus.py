@@ -147,6 +147,28 @@ def test_c_stack_overflow_kills_only_the_tool(sb, baseline):
     assert res.status == "error" and "SIGSEGV" in res.error
 
 
+MEMFD_TOOL = """
+import os
+def tool():
+    held, files = 0, []
+    try:
+        while held < 512 * 2**20:  # 64 memory-backed files of 8 MiB: nothing counts them against memory_mb
+            files.append(os.memfd_create("hold"))
+            for _ in range(8):
+                held += os.write(files[-1], b"x" * 2**20)
+    except OSError as exc:
+        return [held >> 20, exc.errno]
+    return [held >> 20, 0]
+"""
+
+
+def test_memory_backed_files_cannot_hold_memory_outside_the_limit(sb, baseline):
+    """memfd files count against neither RLIMIT_AS nor the private tmpfs: one process at memory_mb=256 held
+    512 MiB in them (nofile x fsize_mb per process). The seccomp filter refuses memfd_create outright."""
+    res = run1(sb, MEMFD_TOOL, limits=Limits(timeout_s=5, memory_mb=256, nofile=80, fsize_mb=8))
+    assert res.status == "ok" and res.value == [0, errno.EPERM]
+
+
 # ---------------------------------------------------------------- files
 
 
@@ -480,6 +502,87 @@ def test_ipc_objects_cannot_carry_anything_into_the_next_run():
     assert found.value == {**refused, "dev_shm": -errno.ENOENT}
     assert leftovers == ""
     assert made.value == {**refused, "dev_shm": -errno.EACCES}
+
+
+# ---------------------------------------------------------------- processes killed from outside
+
+
+def _tree(worker) -> list[psutil.Process]:
+    return [psutil.Process(worker.proc.pid), *psutil.Process(worker.proc.pid).children(recursive=True)]
+
+
+def _fork_server(worker) -> psutil.Process:
+    """The worker's fork server: the process bubblewrap's init started (the tools are its children)."""
+    [server] = [p for p in _tree(worker) if p.name().startswith("python") and p.parent().name() == "bwrap"]
+    return server
+
+
+def _preforked_tool(worker) -> psutil.Process:
+    deadline = time.monotonic() + 10  # it takes its uid a moment after the fork server replies
+    while True:
+        procs = [p for p in _tree(worker) if worker.owns_uid(p.uids().real)]
+        if len(procs) == 1 or time.monotonic() > deadline:
+            [proc] = procs
+            return proc
+        time.sleep(0.02)
+
+
+UID_TOOL = "import os\ndef tool(x):\n    return [x, os.getuid()]\n"
+
+
+def test_a_killed_idle_process_never_charges_the_next_run():
+    """An idle pre-forked process killed from outside (the OOM killer, an operator) never received the run:
+    the next run gets a fresh process instead of `limit: killed by SIGKILL`."""
+    with Sandbox(isolation="strict", workers=1) as one:
+        assert one.run(UID_TOOL, "tool", [0])[0].status == "ok"
+        for attempt in range(3):
+            assert one.quiesce()
+            victim = _preforked_tool(one.workers[0])
+            uid = victim.uids().real
+            victim.kill()
+            while victim.status() != psutil.STATUS_ZOMBIE:  # dead, not yet reaped by its fork server
+                time.sleep(0.01)
+            results = one.run(UID_TOOL, "tool", [attempt, attempt + 1])
+            assert [r.status for r in results] == ["ok", "ok"], results
+            assert [r.value[0] for r in results] == [attempt, attempt + 1]
+            assert results[0].value[1] != uid  # a fresh process, with the next uid
+
+
+def test_a_dead_fork_server_is_replaced_while_calls_keep_succeeding():
+    """A fork server killed while idle: calls never see SandboxUnavailable; with two workers the healthy one
+    serves them, with one they wait for the replacement (a second or so, not a control timeout)."""
+    for size in (2, 1):
+        with Sandbox(isolation="strict", workers=size) as box:
+            assert box.run(UID_TOOL, "tool", [0])[0].status == "ok"
+            assert box.quiesce()
+            servers = {w.proc.pid for w in box.workers}
+            _fork_server(box.workers[0]).kill()
+            t0 = time.monotonic()
+            results = [box.run(UID_TOOL, "tool", [i])[0] for i in range(8)]
+            assert [(r.status, r.value[0]) for r in results] == [("ok", i) for i in range(8)]
+            assert time.monotonic() - t0 < 14  # under one control timeout (15 s): death is seen at once
+            assert box.quiesce()
+            assert len(box.workers) == size and {w.proc.pid for w in box.workers} != servers
+
+
+def test_a_fork_server_dying_mid_call_never_runs_the_call_twice():
+    """At most once: the call in flight when its fork server dies is reported (or finishes, when its process
+    outlives the server), never re-run elsewhere; the calls after it, which no process read, run on a new worker."""
+    code = "import os, time\ndef tool(x):\n    if x == 'slow':\n        time.sleep(3)\n    return [x, os.getuid()]\n"
+    with Sandbox(isolation="strict", workers=1) as one:
+        assert one.run(code, "tool", ["warm"])[0].status == "ok"
+        assert one.quiesce()
+        server, uid = _fork_server(one.workers[0]), _preforked_tool(one.workers[0]).uids().real
+        killer = threading.Timer(1.0, server.kill)
+        killer.start()
+        first, *rest = one.run(code, "tool", ["slow", "a", "b"], limits=Limits(timeout_s=10))
+        killer.join()
+        assert [(r.status, r.value[0]) for r in rest] == [("ok", "a"), ("ok", "b")]
+        if first.status == "ok":  # the process outlived its server and finished the call (not a re-run elsewhere)
+            assert first.value == ["slow", uid]
+        else:
+            assert first.status == "error" and "not retried" in first.error and first.seconds < 3
+        assert one.quiesce() and not server.is_running()
 
 
 # ---------------------------------------------------------------- output and return values
