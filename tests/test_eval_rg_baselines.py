@@ -88,9 +88,9 @@ def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("rg_items")
 
 
-def cfg_for(out: Path, model: str, cache_dir: Path, tiny_dir: Path, *extra: str):
+def cfg_for(out: Path, model: str, cache_dir: Path, tiny_dir: Path, *extra: str, cats: str = f"{SEEN},{UNSEEN}"):
     return compose("eval", ["suite=rg", f"model='{model}'", f"output_dir={out}", f"tiny_dir={tiny_dir}",
-                            f"suite.cache_dir={cache_dir}", f"suite.categories=[{SEEN},{UNSEEN}]",
+                            f"suite.cache_dir={cache_dir}", f"suite.categories=[{cats}]",
                             "suite.bootstrap=50", "suite.sandbox.workers=2", *extra], ("suite",))
 
 
@@ -133,3 +133,54 @@ def test_latm_uses_verified_tool_and_rejects_failing_one(tmp_path, cache_dir, ti
     assert s["build_tokens"]["input"] > 0 and b["build"]["calls"] > 0
     assert all(r["prompt_tokens"] > 0 and r["llm_calls"] >= 1 for r in rows(out))
     assert s["label"] == "maker (LATM)"
+
+
+# --------------------------------------------------------------------------------------------------- TroVE
+
+
+def test_trove_toolbox_grows_and_trims_as_designed(tmp_path, cache_dir, tiny_model_dir):
+    """A four-question count_bits stream. The scripted model creates `count_ones` (q1: create agrees with the
+    long hand-worked skip answer and is shorter), reuses it (q2, q4: import is the shortest agreeing response),
+    and on q3 calls it wrongly, so the create response wins and `popcount` joins the toolbox. The final trim
+    (threshold log2(4) = 2) drops `popcount` (used once) and keeps `count_ones` (used 3 times); q3, whose
+    answer created the dropped function, is solved again and the hand-worked skip answer is selected."""
+    from smith.evals.rg import run
+    from smith.evals.rg.baselines.trove import IMPORT_NOTE
+    from smith.tasks import items
+    from tests.reference_tools.count_bits import solve
+
+    hard = [it.question for it in items(UNSEEN, "hard", 4, SUITE_SEED, cache_dir)]
+
+    def model(context: str) -> str:
+        if "Write ONE new function" in context:
+            taken = re.search(r"not one of: ([^)]*)\)", context)
+            name = next(n for n in ("count_ones", "popcount", "bits_set") if n not in (taken.group(1).split(", ")
+                                                                                     if taken else []))
+            return reference(UNSEEN, name)
+        question = re.split(r"<\|im_start\|>user\n", context)[1].split("<|im_end|>")[0]
+        if "step by step" in context:  # skip: worked by hand at length
+            return "Write the number in binary and count its ones digit by digit. " * 8 + f"Answer: {solve(question)}"
+        importing = IMPORT_NOTE in context
+        if "<tool_response>" in last_user(context):
+            out = use_reply(context)
+            return out if importing else f"The tool returned the answer.\nAnswer: {out}"
+        if importing and offered(context) and question == hard[2]:  # a wrong call: the tool raises
+            return "<tool_call>\n" + json.dumps({"name": offered(context)[0], "arguments": {"text": question}}) + \
+                "\n</tool_call>"
+        return use_reply(context)
+
+    out = tmp_path / "trove"
+    s = run(cfg_for(out, "trove-model", cache_dir, tiny_model_dir, "mode=trove", "limit=4",
+                    "suite.baselines.trove.trim_base=2", cats=UNSEEN),
+            {"trove-model": scripted(model, tiny_model_dir)})
+    box = s["baseline"]["toolbox"][UNSEEN]
+    assert box["sizes"] == [1, 1, 2, 2]
+    assert box["events"] == [{"step": 1, "added": "count_ones"}, {"step": 3, "added": "popcount"},
+                             {"step": 4, "threshold": 2.0, "trimmed": ["popcount"], "size": 1}]
+    assert box["regenerated"] == [2] and s["baseline"]["tools"] == {UNSEEN: ["count_ones"]}
+    assert toolsets(out)[UNSEEN]["toolbox"][0]["frequency"] == 3
+    got = [(r["mode"], r["regenerated"], r["correct"]) for r in rows(out)]
+    assert got == [("create", False, True), ("import", False, True), ("skip", True, True), ("import", False, True)]
+    assert s["categories"][UNSEEN]["value"] == 1.0
+    # every mode's responses are paid by the question: 3 modes (and the create build call) each
+    assert all(r["llm_calls"] >= 4 for r in rows(out))
