@@ -22,9 +22,11 @@ SUITE_SEED = 1000
 BROKEN = {"name": "solve", "code": "def solve(question: str) -> str:\n    return '0'\n"}
 
 
-def tool_reply(code: str, name: str = "solve", description: str = "Answers the question; pass it verbatim.") -> str:
+def tool_reply(code: str, name: str = "solve", description: str = "Answers the question; pass it verbatim.",
+               **more: dict) -> str:
+    """A build reply in smith's tool format; `more` adds optional parameters to the schema."""
     schema = {"name": name, "description": description, "parameters": {"type": "object", "properties": {
-        "question": {"type": "string", "description": "the question, verbatim"}}, "required": ["question"]}}
+        "question": {"type": "string", "description": "the question, verbatim"}, **more}, "required": ["question"]}}
     return f"```python\n{code}```\n\n```json\n{json.dumps(schema)}\n```"
 
 
@@ -184,3 +186,59 @@ def test_trove_toolbox_grows_and_trims_as_designed(tmp_path, cache_dir, tiny_mod
     assert s["categories"][UNSEEN]["value"] == 1.0
     # every mode's responses are paid by the question: 3 modes (and the create build call) each
     assert all(r["llm_calls"] >= 4 for r in rows(out))
+
+
+# --------------------------------------------------------------------------------------------------- CRAFT
+
+
+def test_craft_creates_deduplicates_and_retrieves(tmp_path, cache_dir, tiny_model_dir):
+    """Two training problems per category. count_bits abstracts twice into the same `count_set_bits`
+    (identical signatures: collapsed without asking); spell_backward into two `reverse_word` variants with
+    different signatures (the creator picks No. 1). Retrieval then offers each question exactly its own tool."""
+    from smith.evals.rg import run
+    from smith.tasks import items
+
+    easy = {c: [it.question for it in items(c, "easy", 2, SUITE_SEED, cache_dir)] for c in (SEEN, UNSEEN)}
+    hard = {q.question: c for c in (SEEN, UNSEEN) for q in items(c, "hard", 2, SUITE_SEED, cache_dir)}
+    variant = ("def reverse_word(question: str, sep: str = ':') -> str:\n"
+               "    return question.rsplit(sep, 1)[-1].strip()[::-1]\n")
+    variant_reply = tool_reply(variant, "reverse_word", "Answers spell backward questions; pass the question.",
+                               sep={"type": "string"})
+    dedup_prompts = []
+
+    def model(context: str) -> str:
+        if "Write a Python function that solves the following question" in context:
+            return reference(category_of(context, cache_dir, 2))
+        if "Rewrite and abstract" in context:
+            cat = category_of(context, cache_dir, 2)
+            if cat == UNSEEN:
+                return reference(UNSEEN, "count_set_bits")
+            return reference(SEEN, "reverse_word") if easy[SEEN][0] in context else variant_reply
+        if "Which one is the most comprehensive" in context:
+            dedup_prompts.append(context)
+            return "1"
+        if "infer the core skill" in context:
+            cat = next(c for q, c in hard.items() if q in context)
+            name = "count_set_bits" if cat == UNSEEN else "reverse_word"
+            return (f"The useful functions are: ['{name}']\n"
+                    f"The final answer is: Answers {cat.replace('_', ' ')} questions.")
+        return use_reply(context)
+
+    out = tmp_path / "craft"
+    s = run(cfg_for(out, "crafter", cache_dir, tiny_model_dir, "mode=craft", "limit=2",
+                    "suite.baselines.craft.n_train=2", "suite.baselines.craft.scorer=bm25",
+                    "suite.baselines.craft.k_view={explanation: 1, name: 1, query: 1}"),
+            {"crafter": scripted(model, tiny_model_dir)})
+    d = s["baseline"]["deduplication"]
+    assert s["baseline"]["problems"] == {"verified": 4} and (d["before"], d["after"]) == (4, 2)
+    assert d["groups"]["count_set_bits"] == {"candidates": 2, "signatures": 1, "kept": d["groups"]["count_set_bits"][
+        "kept"]}
+    assert d["groups"]["reverse_word"]["signatures"] == 2 and len(dedup_prompts) == 1
+    kept = toolsets(out)[d["groups"]["reverse_word"]["kept"]]
+    assert kept["question"] == easy[SEEN][1] and "sep" in kept["tool"]["code"]  # No. 1, the second variant
+    assert sorted(s["baseline"]["toolset"]) == ["count_set_bits", "reverse_word"]
+    for r in rows(out):
+        own = "count_set_bits" if r["category"] == UNSEEN else "reverse_word"
+        assert r["retrieved"] == [own] and r["used"] == [own] and r["correct"]
+        assert r["llm_calls"] == 3  # the retrieval plan, the tool call, the answer
+    assert s["build_tokens"]["input"] > 0 and s["baseline"]["build"]["calls"] > 0
