@@ -242,3 +242,47 @@ def test_craft_creates_deduplicates_and_retrieves(tmp_path, cache_dir, tiny_mode
         assert r["retrieved"] == [own] and r["used"] == [own] and r["correct"]
         assert r["llm_calls"] == 3  # the retrieval plan, the tool call, the answer
     assert s["build_tokens"]["input"] > 0 and s["baseline"]["build"]["calls"] > 0
+
+
+# ---------------------------------------------------------------------------------------------------- KTCE
+
+
+def test_ktce_refines_failing_tool_into_passing_one(tmp_path, cache_dir, tiny_model_dir):
+    """count_bits: the knowledge tree has one key point, whose first tool always answers '0'. Evaluation on the
+    two training problems calls it twice and fails twice (loss 2*10 + 1.25*30 = 57.5), so mutation rewrites it
+    with its failed calls in view; the refined tool solves both (Freq max(1, 2/2) + 2 = 3, TSR 3: loss 2*9 = 18)
+    and then every held-out question."""
+    from smith.evals.rg import run
+
+    prompts: list[str] = []
+
+    def model(context: str) -> str:
+        if "three-layer knowledge tree" in context:
+            return "Topic: binary numbers\nConcept: bits\n- count the ones in the binary form of a number"
+        if "Key point:" in context:
+            return tool_reply(BROKEN["code"].replace("solve", "count_ones"), "count_ones",
+                              "Counts the 1-bits of the number in the question.")
+        if "decide which tools can be used" in context:
+            return "<answer>[0]</answer>"
+        if "Decide whether any tool should be removed" in context:
+            return "It is needed.\n<answer>[]</answer>"
+        if "Evolve it" in context:
+            prompts.append(context)
+            return reference(UNSEEN, "count_ones") + "\n<experience_list>Pass the question verbatim.</experience_list>"
+        return use_reply(context)
+
+    out = tmp_path / "ktce"
+    s = run(cfg_for(out, "ktce-model", cache_dir, tiny_model_dir, "mode=ktce", "limit=2",
+                    "suite.baselines.ktce.n_train=2", "suite.baselines.ktce.max_iter=1", cats=UNSEEN),
+            {"ktce-model": scripted(model, tiny_model_dir)})
+    evo = s["baseline"]["evolution"][UNSEEN]
+    assert [(e["iter"], e["TA"], e["TSC"], e["loss"]) for e in evo] == [(0, 0.0, 1.0, 57.5), (1, 1.0, 1.0, 18.0)]
+    assert evo[0]["actions"] == {"removed": [], "mutated": ["count_ones"]}
+    assert len(prompts) == 1 and "Expected answer" in prompts[0] and "return '0'" in prompts[0]
+    tool = toolsets(out)[UNSEEN]["tools"][0]
+    assert "bin(" in tool["code"] and (tool["Freq"], tool["TSR"]) == (3, 3)
+    assert tool["experience"] == "Pass the question verbatim."
+    assert s["baseline"]["knowledge"][UNSEEN]["key_points"] == ["count the ones in the binary form of a number"]
+    for r in rows(out):
+        assert r["selected"] == ["count_ones"] and r["correct"] and r["llm_calls"] == 3
+    assert s["categories"][UNSEEN]["value"] == 1.0
