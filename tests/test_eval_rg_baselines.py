@@ -286,3 +286,82 @@ def test_ktce_refines_failing_tool_into_passing_one(tmp_path, cache_dir, tiny_mo
     for r in rows(out):
         assert r["selected"] == ["count_ones"] and r["correct"] and r["llm_calls"] == 3
     assert s["categories"][UNSEEN]["value"] == 1.0
+
+
+# ------------------------------------------------------------------------------------- every method, tiny
+
+
+TINY = ("limit=1", "suite.max_new_tokens=4", "suite.build_max_new_tokens=8", "suite.cot_max_new_tokens=4",
+        "suite.max_turns=1")
+
+
+@pytest.mark.parametrize(("mode", "opts", "budget"), [
+    ("latm", ["n_valid=1"], "build.calls=1"),  # one proposal, then the budget stops the retries
+    ("craft", ["n_train=1", "scorer=bm25"], "build.calls=0"),  # no tool may be created
+    ("trove", ["modes=[import,skip]"], "question.calls=1"),  # import answers, skip is never asked
+    ("ktce", ["n_train=1", "max_iter=1"], "build.calls=1"),  # knowledge tree, then no evolution step
+])
+def test_every_method_runs_on_tiny_within_budget(tmp_path, cache_dir, tiny_model_dir, mode, opts, budget):
+    """Real generation: the tiny model writes no usable tool, yet each method finishes, logs every question
+    with its metered I/O tokens, stops where its budget says and records the budget in summary.json."""
+    from smith.evals.rg import run
+
+    out = tmp_path / mode
+    s = run(cfg_for(out, "tiny", cache_dir, tiny_model_dir, f"mode={mode}", *TINY,
+                    *(f"suite.baselines.{mode}.{o}" for o in opts), f"suite.baselines.{mode}.budget.{budget}"))
+    assert s["mode"] == mode and s["n_questions"] == 2
+    scope, cap = budget.split(".calls=")
+    assert s["baseline"]["options"]["budget"][scope] == {"calls": int(cap), "tokens": None}
+    assert s["baseline"]["options"] == s["config"]["baselines"][mode] == json.loads(
+        (out / "run.json").read_text())["baseline"]
+    assert s["baseline"]["budget_stops"][scope] >= 1
+    for r in rows(out):
+        assert r["prompt_tokens"] > 0 and r["completion_tokens"] >= 1 and r["llm_calls"] >= 1
+        assert r["tool_source"] == mode
+    assert s["tokens"]["all"]["input"] == pytest.approx(sum(r["prompt_tokens"] for r in rows(out)) / 2)
+    if mode == "trove":
+        assert all(r["mode"] == "import" and r["llm_calls"] == 1 for r in rows(out))
+    if mode == "craft":
+        assert s["baseline"]["build"]["calls"] == 0 and s["baseline"]["toolset"] == []
+    assert (out / "results.md").is_file() and (out / "accuracy_by_group.png").is_file()
+
+
+def test_latm_bigger_writer_over_http_and_resume(tmp_path, cache_dir, tiny_model_dir):
+    """LATM* with another tool maker (`suite.writer`, here a scripted endpoint over real HTTP) and the tiny
+    model as tool user; a rerun into the same output_dir asks the maker nothing and answers nothing again."""
+    from smith.evals.rg import run
+    from smith.models.serve import running
+
+    def maker(context: str) -> str:
+        if "Infer the general procedure" in context:
+            return reference(category_of(context, cache_dir))
+        return use_reply(context)
+
+    agent = scripted(maker, tiny_model_dir, "writer")
+    out = tmp_path / "latm-star"
+    with running(agent, name="writer") as url:
+        spec = f"openai:{url}#writer"
+        short = ("limit=1", "suite.max_new_tokens=64", "suite.max_turns=2")  # room for the maker's tool calls
+        cfg = cfg_for(out, "tiny", cache_dir, tiny_model_dir, "mode=latm", f"suite.writer='{spec}'", *short)
+        s = run(cfg)
+        assert s["writer"] == spec and s["label"] == "tiny (LATM, tools by writer)"
+        assert s["baseline"]["verified"] == sorted([SEEN, UNSEEN])
+        for r in rows(out):
+            assert r["tools"] == ["solve"] and r["prompt_tokens"] > 150  # the wrapped tool rides in the prompt
+        calls = len(agent.calls)
+        again = run(cfg)
+        assert len(agent.calls) == calls and again["categories"] == s["categories"]
+        with pytest.raises(ValueError, match="other settings"):
+            run(cfg_for(out, "tiny", cache_dir, tiny_model_dir, "mode=latm", f"suite.writer='{spec}'", *short,
+                        "suite.baselines.latm.max_attempts=1"))
+
+
+def test_check_refuses_writer_for_trove_and_names_the_modes(tmp_path, cache_dir, tiny_model_dir):
+    from smith.errors import ConfigError
+    from smith.evals.rg import MODES, check
+
+    assert MODES[-4:] == ("latm", "craft", "trove", "ktce")
+    with pytest.raises(ConfigError, match="one model"):
+        check(cfg_for(tmp_path, "tiny", cache_dir, tiny_model_dir, "mode=trove", "suite.writer=tiny"))
+    with pytest.raises(ConfigError, match="ktce"):
+        check(cfg_for(tmp_path, "tiny", cache_dir, tiny_model_dir, "mode=nope"))

@@ -77,34 +77,34 @@ def select(cands: list[Candidate]) -> Candidate:
 
 
 def solve(ctx: Context, jobs: list[tuple[dict[str, Any], Any, Spend]], modes: list[str]) -> list[Candidate]:
-    """Every mode's responses for a batch of (stream, question, spend) and the selected one of each question."""
+    """Every mode's responses for a batch of (stream, question, spend), mode after mode (a question whose budget
+    is spent gets no further mode), and the selected response of each question."""
     n = int(ctx.opts.n_samples)
     cands: list[list[Candidate]] = [[] for _ in jobs]
-    create_jobs = [(j, k) for j, (_, _, sp) in enumerate(jobs) for k in range(n)
-                   if "create" in modes and ctx.allows("question", sp)]
-    texts = ctx.chat(ctx.user, [[{"role": "user", "content": CREATE.format(question=jobs[j][1].question, avoid=(
-        f" (not one of: {', '.join(jobs[j][0]['box'])})" if jobs[j][0]["box"] else ""))}] for j, _ in create_jobs],
-        [jobs[j][2] for j, _ in create_jobs])
-    plays: list[tuple[int, Candidate, str]] = []
-    for (j, _), text in zip(create_jobs, texts, strict=True):
-        st, item, _ = jobs[j]
-        tool, _ = parse_tool(text, st["cat"].name)
-        ep = use_episode(key_of(st["cat"], item), item.question, [tool]) if tool is not None else None
-        plays.append((j, Candidate("create", ep, tool), "use"))
-    for j, (st, item, sp) in enumerate(jobs):
-        key = key_of(st["cat"], item)
-        for mode in modes:
-            if mode == "create" or not ctx.allows("question", sp):
-                continue
-            for _ in range(n):
-                ep = (use_episode(key, item.question, [b["tool"] for b in st["box"].values()], IMPORT_NOTE)
-                      if mode == "import" else cot_episode(key, item.question))
-                plays.append((j, Candidate(mode, ep), "use" if mode == "import" else "cot"))
-    for kind in ("use", "cot"):
-        sel = [(j, c) for j, c, k in plays if k == kind and c.episode is not None]
-        ctx.play(ctx.user, [c.episode for _, c in sel], [jobs[j][2] for j, _ in sel], kind)
-    for j, c, _ in plays:
-        cands[j].append(c)
+    for mode in modes:
+        live = [j for j, (_, _, sp) in enumerate(jobs) if ctx.allows("question", sp) for _ in range(n)]
+        made: list[tuple[int, Candidate]] = []
+        if mode == "create":
+            texts = ctx.chat(ctx.user, [[{"role": "user", "content": CREATE.format(
+                question=jobs[j][1].question, avoid=f" (not one of: {', '.join(jobs[j][0]['box'])})"
+                if jobs[j][0]["box"] else "")}] for j in live], [jobs[j][2] for j in live])
+            for j, text in zip(live, texts, strict=True):
+                st, item, _ = jobs[j]
+                tool, _ = parse_tool(text, st["cat"].name)
+                ep = use_episode(key_of(st["cat"], item), item.question, [tool]) if tool is not None else None
+                made.append((j, Candidate("create", ep, tool)))
+        else:
+            for j in live:
+                st, item, _ = jobs[j]
+                key = key_of(st["cat"], item)
+                made.append((j, Candidate(mode, use_episode(key, item.question, [b["tool"] for b in st["box"].values()],
+                                                            IMPORT_NOTE) if mode == "import"
+                                          else cot_episode(key, item.question))))
+        playing = [(j, c) for j, c in made if c.episode is not None]
+        ctx.play(ctx.user, [c.episode for _, c in playing], [jobs[j][2] for j, _ in playing],
+                 "cot" if mode == "skip" else "use")
+        for j, c in made:
+            cands[j].append(c)
     best = []
     for cs in cands:
         per_mode = [select([c for c in cs if c.mode == m]) for m in modes if any(c.mode == m for c in cs)]
