@@ -365,3 +365,27 @@ def test_check_refuses_writer_for_trove_and_names_the_modes(tmp_path, cache_dir,
         check(cfg_for(tmp_path, "tiny", cache_dir, tiny_model_dir, "mode=trove", "suite.writer=tiny"))
     with pytest.raises(ConfigError, match="ktce"):
         check(cfg_for(tmp_path, "tiny", cache_dir, tiny_model_dir, "mode=nope"))
+
+
+def test_craft_multi_view_retrieval_with_the_default_dense_scorer(tmp_path, cache_dir, tiny_model_dir):
+    """The default scorer (MiniLM sentence embeddings, shipped in a wheel): each view votes for its top tool;
+    a tool needs two votes, so the matching tool wins and a one-view match is not offered."""
+    from smith.evals.rg.baselines import craft
+    from smith.pool.retrieval.scorers import make_scorer
+
+    def row(name: str, description: str, question: str) -> dict:
+        return {"tool": {"function_name": name, "schema": {"description": description}}, "question": question}
+
+    toolset = [row("count_set_bits", "Count the 1-bits in the binary form of an integer.",
+                   "How many 1 bits are in the binary representation of 77?"),
+               row("reverse_word", "Spell a word backwards.", "Spell this word backward: garden")]
+    ctx = type("Ctx", (), {"opts": cfg_for(tmp_path, "tiny", cache_dir, tiny_model_dir, "mode=craft").suite
+                           .baselines.craft})()
+    ctx.opts.k_view = {"explanation": 1, "name": 1, "query": 1}
+    scorer = make_scorer("minilm")
+    plan = (["count_ones_in_binary"], "Count how many ones the binary form of a number has.")
+    assert craft.retrieve(ctx, scorer, toolset, "How many 1 bits does 1234 have in binary?", plan) == [0]
+    assert craft.retrieve(ctx, scorer, toolset, "Spell backward: lantern", (["reverse_string"], "Reverse a word.")
+                          ) == [1]
+    assert craft._plan("x\nThe useful functions are: ['a_b', 'c']\nThe final answer is: Do it.") == (["a_b", "c"],
+                                                                                                    "Do it.")
