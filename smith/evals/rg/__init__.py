@@ -1,12 +1,14 @@
 """Reasoning-gym seen/unseen accuracy by group and I/O tokens (SMITH paper, "Main results on Reasoning-Gym").
 
-    python eval.py suite=rg model=SPEC mode=cot|build_use|pool [suite.writer=SPEC] [suite.pool=PATH] \
-        [limit=N] [output_dir=D]
+    python eval.py suite=rg model=SPEC mode=cot|build_use|pool|latm|craft|trove|ktce [suite.writer=SPEC] \
+        [suite.pool=PATH] [limit=N] [output_dir=D]
 
 Modes: `cot` answers directly (the Standard CoT baseline); `build_use` has the writer (default: the model
 itself) build one tool per category from 4 easy examples and the model use it on the held-out hard
 questions; `pool` uses the tools of a pool file (`tool_pool.json`) or run directory, building one only for a
 category the pool lacks. `suite.writer=SPEC` makes writer and user different models (tool transfer across scale).
+`latm`, `craft`, `trove`, `ktce` are the paper's inference-time tool-making baselines (rg.baselines: one module
+per method; they keep what they build in D/toolsets.jsonl and add a `baseline` block to the summary).
 
 Writes D/run.json (what was run), D/tools.jsonl (one tool per category), D/episodes.jsonl (one row per
 question; a rerun into the same D skips the questions already there), D/summary.json, D/results.md and
@@ -23,20 +25,24 @@ from omegaconf import DictConfig, OmegaConf
 
 from smith.errors import ConfigError
 
+from .baselines import METHODS, SINGLE_MODEL
 from .metrics import PAPER_COLUMNS, accuracy_table, paper_row
 
-MODES = ("cot", "build_use", "pool")
-# what identifies a run: a rerun into the same output_dir must agree on these to resume it
-IDENTITY = ("mode", "model", "writer", "pool", "seed", "band", "n_examples", "n_distractors", "max_turns")
+BASELINES = tuple(METHODS)  # inference-time tool makers (rg.baselines), one module each
+MODES = ("cot", "build_use", "pool", *BASELINES)
 
 
 def _identity(cfg: DictConfig) -> dict[str, Any]:
+    """What identifies a run: a rerun into the same output_dir must agree on it to resume."""
     s = cfg.suite
     cot = cfg.mode == "cot"
-    return {"mode": str(cfg.mode), "model": str(cfg.model), "writer": None if cot else str(s.writer or cfg.model),
-            "pool": str(s.pool) if cfg.mode == "pool" else None, "seed": int(s.seed), "band": str(s.band),
-            "n_examples": int(s.n_examples), "n_distractors": int(s.n_distractors),
-            "max_turns": 1 if cot else int(s.max_turns)}
+    ident = {"mode": str(cfg.mode), "model": str(cfg.model), "writer": None if cot else str(s.writer or cfg.model),
+             "pool": str(s.pool) if cfg.mode == "pool" else None, "seed": int(s.seed), "band": str(s.band),
+             "n_examples": int(s.n_examples), "n_distractors": int(s.n_distractors),
+             "max_turns": 1 if cot else int(s.max_turns)}
+    if cfg.mode in BASELINES:  # the method's options and budgets are part of what was run
+        ident["baseline"] = OmegaConf.to_container(s.baselines[cfg.mode], resolve=True)
+    return ident
 
 
 def check(cfg: DictConfig) -> list[tuple[str, str]]:
@@ -59,6 +65,8 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
         if not s.pool:
             raise ConfigError("mode=pool needs suite.pool=PATH (a run directory, checkpoint directory or pool file)")
         check_pool(str(s.pool), "suite.pool")
+    if cfg.mode in SINGLE_MODEL and s.writer:
+        raise ConfigError(f"mode={cfg.mode} makes and uses its tools with one model; drop suite.writer")
     specs = [("model", str(cfg.model))]
     if cfg.mode != "cot" and s.writer:
         specs.append(("suite.writer", str(s.writer)))
@@ -91,8 +99,9 @@ def _sandbox(cfg: DictConfig) -> tuple[Any, Any]:
     return Sandbox(isolation=str(sb.isolation), workers=int(sb.workers)), limits
 
 
-def run(cfg: DictConfig) -> dict:
-    """Run (or resume) the evaluation into `output_dir` and write its summary; returns the summary."""
+def run(cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
+    """Run (or resume) the evaluation into `output_dir` and write its summary; returns the summary.
+    `backends` maps a SPEC to a ready ChatBackend used instead of loading it (tests pass scripted ones)."""
     from contextlib import nullcontext
 
     from tqdm import tqdm
@@ -100,10 +109,10 @@ def run(cfg: DictConfig) -> dict:
     from smith.evals.common import EpisodeLog, output_dir
     from smith.models import SamplingParams, load_backend
     from smith.pool import ToolPool
-    from smith.tasks import items, load_catalog, score
+    from smith.tasks import items, load_catalog
 
     from . import tools as toolsrc
-    from .episodes import build_tools, cot_episode, run_episodes, use_episode
+    from .episodes import build_tools, cot_episode, question_row, run_episodes, use_episode
 
     s = cfg.suite
     out = output_dir(cfg)
@@ -117,7 +126,12 @@ def run(cfg: DictConfig) -> dict:
     cache = s.get("cache_dir")
     questions = {c.name: items(c, str(s.band), n, int(s.seed), cache, catalog) for c in cats}
 
-    user = load_backend(str(cfg.model), cfg)
+    def load(spec: str) -> Any:
+        return (backends or {}).get(spec) or load_backend(spec, cfg)
+
+    user = load(str(cfg.model))
+    if cfg.mode in BASELINES:
+        return _run_baseline(cfg, out, identity, cats, questions, user, load)
     params = SamplingParams(max_new_tokens=int(s.max_new_tokens), temperature=float(s.temperature),
                             top_p=float(s.top_p), seed=int(cfg.seed))
     log = EpisodeLog(out / "episodes.jsonl", key="key")
@@ -134,7 +148,7 @@ def run(cfg: DictConfig) -> dict:
             missing = [c for c in missing if c not in tool_rows]
         if missing:
             writer_spec = identity["writer"]
-            writer = user if writer_spec == str(cfg.model) else load_backend(writer_spec, cfg)
+            writer = user if writer_spec == str(cfg.model) else load(writer_spec)
             build_params = SamplingParams(max_new_tokens=int(s.build_max_new_tokens), temperature=float(s.temperature),
                                           top_p=float(s.top_p), seed=int(cfg.seed))
             for start in tqdm(range(0, len(missing), int(s.batch_size)), desc="rg build tools", unit="batch"):
@@ -171,24 +185,39 @@ def run(cfg: DictConfig) -> dict:
                               int(s.max_tool_output_chars))
             for conv in convs:
                 cat, it = by_key[conv.key]
-                answer = conv.answer or ""
-                log.add({
-                    "key": conv.key, "category": cat.name, "group": cat.group, "split": cat.split, "item": it.id,
-                    "answer": answer, "expected": it.answer, "correct": bool(score(cat, answer, it) >= 1.0),
-                    "turns": conv.turns, "prompt_tokens": conv.prompt_tokens,
-                    "completion_tokens": conv.completion_tokens, "tools": sorted(conv.menu),
-                    "tool_source": tool_rows.get(cat.name, {}).get("source") if cfg.mode != "cot" else None,
-                    "tool_calls": len(conv.calls), "tool_call_ok": sum(c.get("status") == "ok" for c in conv.calls),
-                    "final": (conv.final or "")[: int(s.log_chars)],
-                })
+                log.add({**question_row(cat, it, conv, int(s.log_chars)),
+                         "tool_source": tool_rows.get(cat.name, {}).get("source") if cfg.mode != "cot" else None})
             bar.update(len(chunk))
     bar.close()
     return write_summary(out, cfg, identity, [log.rows[k] for k in by_key], tool_rows)
 
 
+def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], cats: list[Any],
+                  questions: dict[str, list[Any]], user: Any, load: Any) -> dict:
+    """An inference-time tool-making method (rg.baselines) over the same questions, sandbox and summary."""
+    from smith.evals.common import EpisodeLog
+    from smith.tasks import items
+
+    from . import baselines
+
+    s = cfg.suite
+    log = EpisodeLog(out / "episodes.jsonl", key="key")
+    keys = [f"{c.name}/{it.id}" for c in cats for it in questions[c.name]]
+    writer = user if identity["writer"] == str(cfg.model) else load(identity["writer"])
+    sandbox, limits = _sandbox(cfg)
+    with sandbox:
+        ctx = baselines.Context(
+            cfg, user, writer, sandbox, limits, cats, questions, {k for k in keys if k not in log}, log,
+            EpisodeLog(out / "toolsets.jsonl", key="key"),
+            lambda cat, n: items(cat, "easy", n, int(s.seed), s.get("cache_dir")))
+        tool_rows, block = baselines.run(cfg, ctx)
+    return write_summary(out, cfg, identity, [log.rows[k] for k in keys], tool_rows, {"baseline": block})
+
+
 def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: list[dict[str, Any]],
-                  tool_rows: dict[str, dict[str, Any]]) -> dict:
-    """summary.json, results.md and accuracy_by_group.png from the episode rows of this run's questions."""
+                  tool_rows: dict[str, dict[str, Any]], extra: dict[str, Any] | None = None) -> dict:
+    """summary.json, results.md and accuracy_by_group.png from the episode rows of this run's questions
+    (`extra`: a mode's own summary fields, e.g. a baseline's budgets and spend)."""
     import numpy as np
 
     from smith.evals.common import markdown_table, write_json
@@ -224,7 +253,7 @@ def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: li
         "build_tokens": {"input": sum(r["prompt_tokens"] for r in build),
                          "output": sum(r["completion_tokens"] for r in build), "tools": len(build),
                          "built_ok": sum(bool(r["ok"]) for r in build)},
-        "config": OmegaConf.to_container(cfg.suite, resolve=True),
+        "config": OmegaConf.to_container(cfg.suite, resolve=True), **(extra or {}),
     }
     write_json(out / "summary.json", summary)
     cat_rows = [{"category": c, "group": v["group"], "split": v["split"], "n": v["n"],
@@ -253,6 +282,10 @@ def _label(identity: dict[str, Any]) -> str:
     name = _short(identity["model"])
     if identity["mode"] == "cot":
         return f"{name} (CoT)"
+    if identity["mode"] in BASELINES:
+        method = METHODS[identity["mode"]][1]
+        by = "" if identity["writer"] == identity["model"] else f", tools by {_short(identity['writer'])}"
+        return f"{name} ({method}{by})"
     if identity["mode"] == "pool":
         return f"{name} (pool {_short(identity['pool'])})"
     if identity["writer"] != identity["model"]:
