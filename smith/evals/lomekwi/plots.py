@@ -90,3 +90,10 @@ def plot_build_rate(models: dict[str, dict[str, Any]], path: str | Path) -> Path
     """Overall success and build rate against model size, one row per family (the paper's Figure 1)."""
     return _grid(models, [("S", "P(win) overall"), ("build_rate", "P(build) overall")], Path(path),
                  "Lomekwi success and build rate vs model size")
+
+
+def plot_deep(models: dict[str, dict[str, Any]], path: str | Path) -> Path:
+    """Deep Lomekwi's figure: curiosity, the two recognition steps, efficiency and solve rate per model, one
+    row per family (the released figure's five panels, laid out in one row)."""
+    return _grid(models, [("C", "Curiosity C"), ("R1", "Recognition step 1 R1"), ("R2", "Recognition step 2 R2"),
+                          ("E", "Efficiency E"), ("S", "Solve rate")], Path(path), "Deep Lomekwi")
