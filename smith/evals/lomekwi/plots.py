@@ -48,7 +48,7 @@ def _panel(ax, fam_members: list[tuple[str, str]], models: dict[str, dict[str, A
                         color=color)
     ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, color=color, marker="o", lw=2)
     ax.set_xlim(0.5, len(fam_members) + 0.5)
-    ax.set_ylim(0, 1.08)
+    ax.set_ylim(0, 1.15)  # room for the label of a point at 1
     ax.set_xticks(range(1, len(fam_members) + 1))
     ax.set_xticklabels([lab for _, lab in fam_members], fontsize=8)
     ax.grid(alpha=0.3)

@@ -61,6 +61,17 @@ def check_claims(models: dict[str, dict[str, Any]],
                     "agrees": all(a > b for a, b in pairwise(seq))})
     return out
 
+# The Deep Lomekwi figure's plotted values (figures/deep_lomekwi.pdf in the release, read from its vector paths:
+# each point's height on the panel's -0.05..1.08 axis). They are the released logs' fractions: Haiku C 96/105,
+# R1 85/96, R2 51/85, E 38/51, S 43/105; Sonnet 104/105, 32/104, 19/32, 19/19, 84/105; Opus, whose released
+# log is unreadable, 94/105, 26/94, 18/26, 14/18, 54/105.
+DEEP_FIGURE: dict[tuple[str, str], dict[str, float]] = {
+    ("Claude", "Haiku"): {"C": 0.9143, "R1": 0.8854, "R2": 0.6000, "E": 0.7451, "S": 0.4095},
+    ("Claude", "Sonnet"): {"C": 0.9905, "R1": 0.3077, "R2": 0.5937, "E": 1.0000, "S": 0.8000},
+    ("Claude", "Opus"): {"C": 0.8952, "R1": 0.2766, "R2": 0.6923, "E": 0.7778, "S": 0.5143},
+}
+FIGURE_TOLERANCE = 5e-4  # the values above are rounded to 4 decimals
+
 
 def check_deep_claims(models: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The Deep Lomekwi orderings, then the flatness of R2 (intervals overlapping), where the models are present."""
@@ -72,4 +83,10 @@ def check_deep_claims(models: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
             out.append({"claim": claim, "metric": metric,
                         "values": {f"{f} {lab}": models[by_id[(f, lab)]][metric] for f, lab in (a, b)},
                         "agrees": max(lo_a, lo_b) <= min(hi_a, hi_b)})
+    for (fam, label), figure in DEEP_FIGURE.items():
+        if (fam, label) in by_id:
+            ours = {k: models[by_id[(fam, label)]][k] for k in figure}
+            out.append({"claim": f"{fam} {label} is the paper's figure (C, R1, R2, E, S)", "metric": "figure",
+                        "values": ours, "figure": figure,
+                        "agrees": all(abs(ours[k] - v) <= FIGURE_TOLERANCE for k, v in figure.items())})
     return out
