@@ -257,6 +257,30 @@ def test_the_full_deep_grid_with_limit(tmp_path):
     assert summary["config"]["budgets"][30] == 180 and m["S"] > 0.9
 
 
+def test_grinder_wins_exactly_when_the_keys_come_in_time(tmp_path):
+    """Without the axe, all n keys must drop within B - n examines: the coupon collector on the episode's own
+    drop stream (a key index, then a resource, per examine) decides every grinder episode."""
+    summary = lomekwi.run(cfg_for(tmp_path, "model=scripted:grinder", "suite.deep.n_values=[10,13]",
+                                  "suite.deep.t_values=[2,5]", "suite.deep.reps=3", "suite.plots=false"))
+    log = [json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert summary["models"]["scripted:grinder"]["N"] == len(log) == 12
+    for r in log:
+        rng, keys, draws = random.Random(r["drop_seed"] * 6151 + 1), set(), 0
+        while len(keys) < r["n"]:
+            keys.add(rng.randint(1, r["n"]))
+            rng.randrange(r["n_types"])
+            draws += 1
+        assert r["won"] == (draws <= r["budget"] - r["n"]) and not r["built"]
+
+
+def test_stop_on_build_ends_a_deep_episode_at_the_axe(tmp_path):
+    summary = lomekwi.run(cfg_for(tmp_path, "model=scripted:optimal", "suite.deep.n_values=[16]",
+                                  "suite.deep.t_values=[2]", "suite.stop_on_build=true", "suite.plots=false"))
+    (r,) = [json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert r["stop_reason"] == "built" and r["build_turn"] == len(r["actions"]) - 1
+    assert summary["config"]["rules"]["stop_on_build"] is True
+
+
 def plotter_numbers(rows: list[dict]) -> dict[str, tuple[int, int]]:
     """The released plotter's arithmetic on the released flags (held_base, built_part, built_axe, solved)."""
     base = [r for r in rows if r["held_base"]]
