@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import sys
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -18,6 +19,7 @@ from smith.evals import lomekwi
 from smith.evals.lomekwi import deep
 from smith.evals.lomekwi.env import Episode, Rules
 
+ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi_deep"
 LOMEKWI_FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi"
 MIRROR = Path("/work/.mirror/DragonWrangler25+lomekwi-tool-discovery/repo")
@@ -332,6 +334,26 @@ def test_logs_of_the_other_world_and_inconsistent_rows_are_refused(tmp_path):
     row = fixture_rows()[0]
     with pytest.raises(ValueError, match="the row says held_two_parts=False"):
         deep.import_row({**row, "held_two_parts": False})
+
+
+def test_a_real_model_plays_the_deep_world(tmp_path, tiny_model_dir):
+    """model=SPEC through load_backend: the tiny random model babbles; four unparseable replies end it."""
+    summary = lomekwi.run(cfg_for(tmp_path, "model=tiny", f"tiny_dir={tiny_model_dir}", "suite.deep.n_values=[10]",
+                                  "suite.deep.t_values=[2]", "suite.max_new_tokens=8", "suite.plots=false"))
+    (r,) = [json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert r["model"] == "tiny" and r["world"] == "deep" and r["turns"] >= 4 and r["usage"]["output_tokens"] > 0
+    assert summary["models"]["tiny"]["N"] == 1
+
+
+def test_eval_py_imports_the_fixture_rows(tmp_path):
+    """The documented import command, through eval.py."""
+    proc = subprocess.run([sys.executable, "eval.py", "suite=lomekwi", "suite.world=deep",
+                           f"import_logs={FIXTURES}", f"output_dir={tmp_path}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["world"] == "deep" and summary["plots"] == ["deep_lomekwi.png"]
+    assert sum(m["N"] for m in summary["models"].values()) == 11
 
 
 def test_commit_nudge_is_refused_in_the_deep_world(tmp_path):
