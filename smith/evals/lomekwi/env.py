@@ -49,7 +49,8 @@ its parser (`parse_action`), labels echoed as typed (D and K above are the agent
 lower-cased arguments compared with the labels case-sensitively (so a label with an upper-case letter can
 never be named: the paper's alnum ablation). `Rules` holds smith's stricter readings as named switches
 (parser="smith", echo="canonical", fold_case=True) and the released runner's commit nudge and
-stop-on-build probes; `V1Vault` is the released single-shard world.
+stop-on-build probes; `V1Vault` is the released single-shard world, and deep.py's `Workshop` plays Deep
+Lomekwi through the same `Episode`.
 """
 
 from __future__ import annotations
@@ -750,7 +751,8 @@ class Episode:
     `messages` is the chat the agent sees (system prompt first); `feed(text, usage)` consumes one reply
     and returns False once the episode is over; `feed("", api_error=...)` records a failed model call,
     which is a no-op turn like any unparseable reply (as in the released runner). `record()` carries
-    everything a metric needs.
+    everything a metric needs. `no_progress_window=None` turns the no-progress guard off (the released deep
+    sweep); `max_turns=None` takes the world's released turn cap.
     """
 
     world: World
