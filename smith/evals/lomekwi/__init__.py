@@ -8,6 +8,9 @@ Two modes, one metric code:
           in the released format (importer.py) and checks the paper's findings (published.py).
 Both write D/summary.json (per model N, C, R, E, S, G, build rate and 95% Wilson intervals, per cell too),
 D/summary.md, D/decomposition.png, D/build_rate.png and D/threshold_map.png.
+
+`suite.world=deep` selects Deep Lomekwi (deep.py) in both modes: its own grid and settings (`suite.deep`),
+the two recognition steps R1 and R2 in every summary, and D/deep_lomekwi.png instead of the three figures.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from tqdm import tqdm
 
 from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
-from smith.evals.lomekwi import costs, importer, metrics, plots, published
+from smith.evals.lomekwi import costs, deep, importer, metrics, plots, published
 from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
 from smith.evals.lomekwi.env import (
     WORLDS,
@@ -34,26 +37,29 @@ from smith.evals.lomekwi.env import (
     budget_for,
     make_v1_world,
     make_world,
-    max_turns_for,
     system_prompt_for,
 )
 from smith.models.base import ChatBackend, SamplingParams
 
 FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_turn", "built", "build_turn",
                "dropped_both", "won", "opened", "total_actions", "pickups", "stop_reason", "usage", "source")
+DEEP_FACT_FIELDS = (*FACT_FIELDS, "built_part", "part_turn", "held_two_parts")
+KNOWN_WORLDS = (*WORLDS, deep.WORLD)
 
 
 def check(cfg: DictConfig) -> list[tuple[str, str]]:
     """lomekwi's own settings, before anything loads; returns the model SPECs the run loads."""
+    if world_of(cfg.suite) not in KNOWN_WORLDS:
+        raise ConfigError(f"suite.world={cfg.suite.world} not found; known: {', '.join(KNOWN_WORLDS)}")
     if cfg.get("import_logs"):
         try:
             importer.find_logs(str(cfg.import_logs))
         except FileNotFoundError as e:
             raise ConfigError(str(e)) from None
         return []
-    rules(cfg.suite)
-    if str(cfg.suite.get("world", "pickup")) not in WORLDS:
-        raise ConfigError(f"suite.world={cfg.suite.world} not found; known: {', '.join(WORLDS)}")
+    game = rules(cfg.suite)
+    if world_of(cfg.suite) == deep.WORLD and game.commit_nudge:
+        raise ConfigError("suite.commit_nudge has no Deep Lomekwi counterpart (the released deep runner has none)")
     spec = str(cfg.model)
     if spec.startswith("scripted:"):
         _scripted(spec)
@@ -71,19 +77,32 @@ def rules(s: DictConfig) -> Rules:
         raise ConfigError(f"suite=lomekwi: {e}") from None
 
 
+def world_of(s: DictConfig) -> str:
+    return str(s.get("world", "pickup"))
+
+
+def grid(s: DictConfig) -> DictConfig:
+    """The sweep's own settings (n_values, t_values, reps, scheme, hint, no_progress_window): `suite.deep`
+    for Deep Lomekwi, whose released sweep differs in all of them, the suite itself otherwise."""
+    return s.deep if world_of(s) == deep.WORLD else s
+
+
 def cells_of(s: DictConfig) -> list[tuple[int, int]]:
     """The sweep's (n, T) cells; the v1 world has one shard kind, so T = 1 and t_values is not used."""
-    if str(s.get("world", "pickup")) == "v1":
-        return [(int(n), 1) for n in s.n_values]
-    return [(int(n), int(t)) for n in s.n_values for t in s.t_values]
+    g = grid(s)
+    if world_of(s) == "v1":
+        return [(int(n), 1) for n in g.n_values]
+    return [(int(n), int(t)) for n in g.n_values for t in g.t_values]
 
 
 def world_for(s: DictConfig, seed: int, n: int, t: int) -> World:
     """The world of one episode of the sweep."""
-    fold = bool(s.get("fold_case", False))
-    if str(s.get("world", "pickup")) == "v1":
-        return make_v1_world(seed, n, str(s.scheme), fold)
-    return make_world(seed, n, t, str(s.scheme), fold)
+    fold, scheme = bool(s.get("fold_case", False)), str(grid(s).scheme)
+    if world_of(s) == "v1":
+        return make_v1_world(seed, n, scheme, fold)
+    if world_of(s) == deep.WORLD:
+        return deep.make_deep_world(seed, n, t, scheme, fold)
+    return make_world(seed, n, t, scheme, fold)
 
 
 def _scripted(spec: str) -> str:
@@ -98,19 +117,21 @@ def _scripted(spec: str) -> str:
 def run(cfg: DictConfig) -> dict[str, Any]:
     out = output_dir(cfg)
     if cfg.get("import_logs"):
-        return score_logs(Path(str(cfg.import_logs)), out)
+        return score_logs(Path(str(cfg.import_logs)), out, world_of(cfg.suite))
     return play_sweep(cfg, out)
 
 
-def cell_seeds(cell_index: int, reps: int, limit: int | None) -> list[int]:
+def cell_seeds(cell_index: int, reps: int, limit: int | None, world: str = "pickup") -> list[int]:
     """Seeds of one cell: the episode's index in the cell-major sweep, as in the released dense sweep
-    (so seed i here is the world of released row i); `limit` keeps the first reps, same worlds."""
-    return [cell_index * reps + r for r in range(min(reps, limit) if limit else reps)]
+    (so seed i here is the world of released row i); the released deep sweep seeds every cell's episodes
+    with the repetition index instead. `limit` keeps the first reps, same worlds."""
+    first = 0 if world == deep.WORLD else cell_index * reps
+    return [first + r for r in range(min(reps, limit) if limit else reps)]
 
 
 def _backend(spec: str, n_types: int, cfg: DictConfig, cache: dict[str, ChatBackend]) -> ChatBackend:
     if spec.startswith("scripted:"):
-        return ScriptedAgent(_scripted(spec), n_types, seed=int(cfg.get("seed") or 0))
+        return ScriptedAgent(_scripted(spec), n_types, seed=int(cfg.get("seed") or 0), world=world_of(cfg.suite))
     if spec not in cache:
         from smith.models import load_backend
 
@@ -122,13 +143,14 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
     """Play every missing episode of the sweep, then summarise everything in the log.
 
     `backend` overrides `cfg.model` (tests pass a scripted-text double this way)."""
-    s = cfg.suite
+    s, g, world = cfg.suite, grid(cfg.suite), world_of(cfg.suite)
     model = backend.name if backend is not None else str(cfg.model)
     log = EpisodeLog(out / "episodes.jsonl")
     cells = cells_of(s)
     game = rules(s)
     limit = int(cfg.limit) if cfg.get("limit") else None
-    todo = [(n, t, seed) for ci, (n, t) in enumerate(cells) for seed in cell_seeds(ci, int(s.reps), limit)
+    window = g.get("no_progress_window")
+    todo = [(n, t, seed) for ci, (n, t) in enumerate(cells) for seed in cell_seeds(ci, int(g.reps), limit, world)
             if importer.episode_key(model, n, t, seed) not in log]
     params = SamplingParams(max_new_tokens=int(s.max_new_tokens), temperature=float(s.temperature),
                             top_p=float(s.top_p), seed=int(cfg.get("seed") or 0))
@@ -141,52 +163,67 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
                 batch = seeds[i: i + int(s.batch_size)]
                 budget = budget_for(n, float(s.budget_mult))
                 worlds = [world_for(s, seed, n, t) for seed in batch]
-                episodes = [Episode(w, seed, budget, bool(s.hint), max_turns_for(n, budget), int(s.no_progress_window),
+                episodes = [Episode(w, seed, budget, bool(g.hint), None, None if window is None else int(window),
                                     system_prompt_for(w) + str(s.get("system_suffix") or ""), game)
                             for seed, w in zip(batch, worlds, strict=True)]
                 t0 = time.time()
                 play(agent, episodes, params, bar)
                 for seed, e in zip(batch, episodes, strict=True):
                     log.add({"key": importer.episode_key(model, n, t, seed), "model": model, "seed": seed,
-                             "scheme": str(s.scheme), "elapsed_s": round(time.time() - t0, 3), **e.record()})
+                             "scheme": str(g.scheme), "elapsed_s": round(time.time() - t0, 3), **e.record()})
     records = list(log)
-    summary = _summarize(records, out, mode="play", draw=bool(s.get("plots", True)))
-    summary["config"] = {"cells": cells, "reps": int(s.reps), "limit": limit, "scheme": str(s.scheme),
-                         "hint": bool(s.hint), "world": str(s.get("world", "pickup")), "rules": asdict(game),
+    summary = _summarize(records, out, mode="play", draw=bool(s.get("plots", True)), world=world)
+    summary["config"] = {"cells": cells, "reps": int(g.reps), "limit": limit, "scheme": str(g.scheme),
+                         "hint": bool(g.hint), "world": world, "no_progress_window": window, "rules": asdict(game),
                          "budgets": {n: budget_for(n, float(s.budget_mult)) for n, _ in cells}}
     write_json(out / "summary.json", summary)
     return summary
 
 
-def score_logs(root: Path, out: Path) -> dict[str, Any]:
-    """Score released-format logs with the same metric code; check the paper's findings."""
+def score_logs(root: Path, out: Path, world: str = "pickup") -> dict[str, Any]:
+    """Score released-format logs with the same metric code; check the paper's findings. `world` says which
+    game the logs are of (Deep Lomekwi rows have their own format and importer)."""
+    is_deep = world == deep.WORLD
+    read_log = deep.read_log if is_deep else importer.read_log
     records, sources = [], {}
     for path in tqdm(importer.find_logs(root), desc="importing lomekwi logs", unit="log"):
-        recs, errors = importer.read_log(path)
+        recs, errors = read_log(path)
         records += recs
         sources[str(path)] = {"episodes": len(recs), "failed_rows": errors,
                               "models": sorted({r["model"] for r in recs})}
-    (out / "imported.jsonl").write_text("".join(
-        json.dumps({k: r.get(k) for k in FACT_FIELDS}) + "\n" for r in records))
-    summary = _summarize(records, out, mode="import")
+    fields = DEEP_FACT_FIELDS if is_deep else FACT_FIELDS
+    (out / "imported.jsonl").write_text("".join(json.dumps({k: r.get(k) for k in fields}) + "\n" for r in records))
+    summary = _summarize(records, out, mode="import", world=world)
     summary["sources"] = sources
-    summary["paper_checks"] = published.check_claims(summary["models"])
+    summary["paper_checks"] = (published.check_deep_claims if is_deep else published.check_claims)(summary["models"])
     write_json(out / "summary.json", summary)
     return summary
 
 
-def _summarize(records: list[dict[str, Any]], out: Path, mode: str, draw: bool = True) -> dict[str, Any]:
-    summary: dict[str, Any] = {"suite": "lomekwi", "mode": mode, "output_dir": str(out), **metrics.summarize(records)}
+def _summarize(records: list[dict[str, Any]], out: Path, mode: str, draw: bool = True,
+               world: str = "pickup") -> dict[str, Any]:
+    is_deep = world == deep.WORLD
+    summary: dict[str, Any] = {"suite": "lomekwi", "mode": mode, "world": world, "output_dir": str(out),
+                               **metrics.summarize(records)}
     for model in summary["models"]:
         rows = [r for r in records if r["model"] == model]
         summary["models"][model]["stop_reasons"] = dict(Counter(r["stop_reason"] for r in rows))
         summary["models"][model]["mean_actions"] = sum(r["total_actions"] for r in rows) / max(1, len(rows))
-    summary["threshold"] = {f"n{n}_T{t}": {"E_build": costs.expected_build(n, t), "E_grind": costs.expected_grind(n),
-                                           "build_preferred": costs.build_preferred(n, t)}
+        if is_deep:
+            summary["models"][model].update(deep.steps(rows))
+            for (n, t), cell in metrics.group(rows, "n", "n_types").items():
+                summary["cells"][model][f"n{n}_T{t}"].update(deep.steps(cell))
+    cost = deep if is_deep else costs
+    summary["threshold"] = {f"n{n}_T{t}": {"E_build": cost.expected_build(n, t), "E_grind": costs.expected_grind(n),
+                                           "build_preferred": cost.build_preferred(n, t)}
                             for n, t in sorted({(r["n"], r["n_types"]) for r in records})}
-    (out / "summary.md").write_text(_table(summary["models"]))
+    columns = [metrics.METRICS[0], *deep.STEP_METRICS, *metrics.METRICS[1:]] if is_deep else list(metrics.METRICS)
+    (out / "summary.md").write_text(_table(summary["models"], columns, is_deep))
     summary["plots"] = []
-    if draw:
+    if draw and is_deep:
+        plots.plot_deep(summary["models"], out / "deep_lomekwi.png")
+        summary["plots"] = ["deep_lomekwi.png"]
+    elif draw:
         plots.plot_decomposition(summary["models"], out / "decomposition.png")
         plots.plot_build_rate(summary["models"], out / "build_rate.png")
         costs.plot_threshold_map(out / "threshold_map.png")
@@ -194,12 +231,14 @@ def _summarize(records: list[dict[str, Any]], out: Path, mode: str, draw: bool =
     return summary
 
 
-def _table(models: dict[str, dict[str, Any]]) -> str:
+def _table(models: dict[str, dict[str, Any]], columns: list[str], is_deep: bool = False) -> str:
     def fmt(m: dict[str, Any], k: str) -> str:
         lo, hi = m[f"{k}_ci"]
         return f"{m[k]:.3f} [{lo:.2f}, {hi:.2f}]"
 
     ordered = [m for fam in plots.families(models).values() for m, _ in fam]
-    rows = [{"model": m, "N": models[m]["N"], **{k: fmt(models[m], k) for k in metrics.METRICS}} for m in ordered]
-    return ("Lomekwi: C = P(hold), R = P(build | hold), E = P(win | build), S = P(win), G = P(win, no build); "
-            "95% Wilson intervals.\n\n" + markdown_table(rows, ["model", "N", *metrics.METRICS]))
+    rows = [{"model": m, "N": models[m]["N"], **{k: fmt(models[m], k) for k in columns}} for m in ordered]
+    head = ("Deep Lomekwi: C = P(hold both recipe resources), R1 = P(part | hold), R2 = P(axe | part), "
+            "R = P(axe | hold) = R1 R2, E = P(win | axe), S = P(win), G = P(win, no axe)" if is_deep else
+            "Lomekwi: C = P(hold), R = P(build | hold), E = P(win | build), S = P(win), G = P(win, no build)")
+    return head + "; 95% Wilson intervals.\n\n" + markdown_table(rows, ["model", "N", *columns])

@@ -9,6 +9,9 @@ door_i, examine drops a random type and key, pickup is free) and the cell's n an
   T = 1: its one kind twice), then per closed door use its key or, lacking it, the machine first.
 - grinder: examine, pick up, use every key it holds on its door; never combines.
 - random: a uniformly random verb with uniformly random known objects as arguments.
+
+In the Deep Lomekwi world (`world="deep"`) the same three policies read that world's texts
+(`deep.scripted_reply`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from itertools import combinations
 
 from tqdm import tqdm
 
+from smith.evals.lomekwi import deep
 from smith.evals.lomekwi.costs import build_preferred
 from smith.evals.lomekwi.env import Episode, Observed, doors_in, extract_action
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams
@@ -112,20 +116,23 @@ def _random_step(b: Belief, rng: random.Random) -> str:
 
 
 class ScriptedAgent:
-    """A reference policy behind the ChatBackend interface; `n_types` is the cell's T."""
+    """A reference policy behind the ChatBackend interface; `n_types` is the cell's T, `world` the world
+    whose texts it reads ("deep" for Deep Lomekwi, anything else for the vault)."""
 
-    def __init__(self, policy: str, n_types: int, seed: int = 0) -> None:
+    def __init__(self, policy: str, n_types: int, seed: int = 0, world: str = "pickup") -> None:
         if policy not in SCRIPTED:
             raise ValueError(f"scripted agent '{policy}' not found; known: {', '.join(SCRIPTED)}")
-        self.policy, self.n_types, self.seed = policy, n_types, seed
+        self.policy, self.n_types, self.seed, self.world = policy, n_types, seed, world
         self.name = f"scripted:{policy}"
 
     def reply(self, messages: list[Message]) -> str:
+        first = next(m["content"] for m in messages if m["role"] == "user")
+        rng = random.Random(zlib.crc32(f"{self.seed}|{len(messages)}|{first}".encode()))
+        if self.world == deep.WORLD:
+            return deep.scripted_reply(self.policy, messages, self.n_types, rng)
         b = read_conversation(messages)
         if self.policy == "random":
-            first = next(m["content"] for m in messages if m["role"] == "user")
-            digest = zlib.crc32(f"{self.seed}|{len(messages)}|{first}".encode())
-            return "I act at random.\n" + _random_step(b, random.Random(digest))
+            return "I act at random.\n" + _random_step(b, rng)
         if self.policy == "optimal" and build_preferred(len(b.doors), self.n_types):
             return "Plan: build the machine (E[build] < E[grind]).\n" + _build_step(b, self.n_types)
         return "Plan: grind for keys.\n" + _grind_step(b)

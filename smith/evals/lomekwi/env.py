@@ -49,7 +49,8 @@ its parser (`parse_action`), labels echoed as typed (D and K above are the agent
 lower-cased arguments compared with the labels case-sensitively (so a label with an upper-case letter can
 never be named: the paper's alnum ablation). `Rules` holds smith's stricter readings as named switches
 (parser="smith", echo="canonical", fold_case=True) and the released runner's commit nudge and
-stop-on-build probes; `V1Vault` is the released single-shard world.
+stop-on-build probes; `V1Vault` is the released single-shard world, and deep.py's `Workshop` plays Deep
+Lomekwi through the same `Episode`.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ import string
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from smith.evals.lomekwi.costs import expected_grind
 
@@ -165,14 +166,15 @@ _ALNUM = string.ascii_letters + string.digits
 
 
 def relabel(elements: list[str], seed: int, scheme: str = "letter", min_dist: int = 3,
-            fold_case: bool = False) -> dict[str, str]:
+            fold_case: bool = False, pool_size: int = 300) -> dict[str, str]:
     """One uniformly random label per latent element, deterministic in `seed` (the repetition index).
 
     letter: distinct lowercase letters; alnum: [a-zA-Z0-9]{4,8} at pairwise edit distance >= min_dist (the
     released draw); with `fold_case` (labels matched ignoring case, `Rules.fold_case`) the distance is taken
     after case folding and article/filler words are skipped, so no two labels collide once case is ignored;
-    tokens: the pronounceable pool, shuffled, greedy at edit distance >= min_dist. The letter scheme
-    reproduces the released logs' labels exactly.
+    tokens: the pronounceable pool of `pool_size` tokens (the released Lomekwi world uses 300, Deep Lomekwi
+    600), shuffled, greedy at edit distance >= min_dist. The letter scheme reproduces the released logs' labels
+    exactly.
     """
     rng = random.Random(seed * 7919 + 13)
     if scheme == "letter":
@@ -197,7 +199,7 @@ def relabel(elements: list[str], seed: int, scheme: str = "letter", min_dist: in
             if all(_edit_distance(folded, c.casefold()) >= min_dist for c in chosen):
                 chosen.append(tok)
     elif scheme == "tokens":
-        pool = list(token_pool())
+        pool = list(token_pool(pool_size))
         rng.shuffle(pool)
         for tok in pool:
             if all(_edit_distance(tok, c) >= min_dist for c in chosen):
@@ -246,6 +248,10 @@ class World:
 
     def key(self, i: int) -> str:
         return f"{self.key_base}_{i}"
+
+    def vault_class(self) -> type[Vault]:
+        """The state class that plays this world (a subclass world brings its own)."""
+        return V1Vault if self.variant == "v1" else Vault
 
     def labels(self) -> dict[str, Any]:
         if self.variant == "v1":
@@ -392,7 +398,13 @@ class Rules:
 
 @dataclass
 class Vault:
-    """The game state; `step(action)` applies one parsed action and returns its observation."""
+    """The game state; `step(action)` applies one parsed action and returns its observation.
+
+    The texts of the episode loop that differ between worlds live here too (`system_prompt`,
+    `noop_message`, `done_text`, `turn_cap`, `facts`), so one `Episode` plays every world."""
+
+    system_prompt: ClassVar[str] = SYSTEM_PROMPT
+    noop_message: ClassVar[str] = NOOP_MESSAGE
 
     world: World
     drop_seed: int
@@ -582,6 +594,17 @@ class Vault:
         left = f", {budget - spent} actions left" if budget is not None else ""
         return f"[{len(self.opened)}/{self.world.n} doors open{left}] What next?"
 
+    def done_text(self) -> str:
+        return f"All {self.world.n} doors open. Done."
+
+    def turn_cap(self, budget: int) -> int:
+        """The released sweep's turn cap for this world."""
+        return max_turns_for(self.world.n, budget)
+
+    def facts(self) -> dict[str, Any]:
+        """Facts of this world beyond the shared record fields (none for the vault)."""
+        return {}
+
 
 class V1Vault(Vault):
     """The released single-shard world (run_lomekwi_llm.py): no ground and no pickup; searching a door
@@ -590,6 +613,8 @@ class V1Vault(Vault):
     The release has the world, its parser and its prompt but no runner of its own; smith plays it with
     the same episode loop (budget, stop rules, progress measure) as the pickup world.
     """
+
+    system_prompt: ClassVar[str] = V1_SYSTEM_PROMPT
 
     def verbs(self) -> tuple[str, ...]:
         return V1_VERBS
@@ -631,8 +656,7 @@ class V1Vault(Vault):
 
 def make_vault(world: World, drop_seed: int, hint: bool = True, rules: Rules | None = None) -> Vault:
     """The state class of the world's variant."""
-    cls = V1Vault if world.variant == "v1" else Vault
-    return cls(world, drop_seed, hint, rules or Rules())
+    return world.vault_class()(world, drop_seed, hint, rules or Rules())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -727,7 +751,8 @@ class Episode:
     `messages` is the chat the agent sees (system prompt first); `feed(text, usage)` consumes one reply
     and returns False once the episode is over; `feed("", api_error=...)` records a failed model call,
     which is a no-op turn like any unparseable reply (as in the released runner). `record()` carries
-    everything a metric needs.
+    everything a metric needs. `no_progress_window=None` turns the no-progress guard off (the released deep
+    sweep); `max_turns=None` takes the world's released turn cap.
     """
 
     world: World
@@ -735,7 +760,7 @@ class Episode:
     budget: int | None
     hint: bool = True
     max_turns: int | None = None
-    no_progress_window: int = NO_PROGRESS_WINDOW
+    no_progress_window: int | None = NO_PROGRESS_WINDOW
     system_prompt: str | None = None
     rules: Rules = field(default_factory=Rules)
     messages: list[dict[str, str]] = field(default_factory=list)
@@ -753,7 +778,7 @@ class Episode:
         self.vault = make_vault(self.world, self.drop_seed, self.hint, self.rules)
         self._labels = self.vault.label_set()
         if self.max_turns is None:
-            self.max_turns = max_turns_for(self.world.n, self.budget or budget_for(self.world.n))
+            self.max_turns = self.vault.turn_cap(self.budget or budget_for(self.world.n))
         if self.system_prompt is None:
             self.system_prompt = system_prompt_for(self.world)
         self.turns = 0
@@ -789,7 +814,8 @@ class Episode:
             elif self.turns >= self.max_turns:
                 self.stop_reason = "max_turns"
             else:
-                self.messages += [{"role": "assistant", "content": text}, {"role": "user", "content": NOOP_MESSAGE}]
+                self.messages += [{"role": "assistant", "content": text},
+                                  {"role": "user", "content": self.vault.noop_message}]
             return not self.done
         self._noops = 0
         before = self.vault.progress()
@@ -802,14 +828,13 @@ class Episode:
         if self.build_turn is None and self.vault.has_machine:
             self.build_turn = len(self.actions) - 1
         self._stale = 0 if progressed(before, self.vault.progress()) else self._stale + 1
-        n = self.world.n
         if self.rules.stop_on_build and self.vault.has_machine:
             self.stop_reason, tail = "built", ""
         elif self.vault.solved():
-            self.stop_reason, tail = "solved", f"\n\nAll {n} doors open. Done."
+            self.stop_reason, tail = "solved", "\n\n" + self.vault.done_text()
         elif self.budget is not None and self.spent() >= self.budget:
             self.stop_reason, tail = "out_of_budget", f"\n\nBudget exhausted ({self.budget} actions). You fail."
-        elif self._stale >= self.no_progress_window:
+        elif self.no_progress_window is not None and self._stale >= self.no_progress_window:
             self.stop_reason, tail = "no_progress", ""
         else:
             nudge = self._nudge(t)  # the released loop decides the nudge before its turn cap, so the last turn counts
@@ -846,9 +871,10 @@ class Episode:
             "won": self.vault.solved(), "opened": len(self.vault.opened),
             "total_actions": self.spent(), "pickups": len(self.actions) - self.spent(),
             "turns": self.turns, "nudge_turn": self.nudge_turn, "stop_reason": self.stop_reason,
+            **self.vault.facts(),
         }
 
 
 def system_prompt_for(world: World) -> str:
     """The released system prompt of the world's variant."""
-    return V1_SYSTEM_PROMPT if world.variant == "v1" else SYSTEM_PROMPT
+    return world.vault_class().system_prompt

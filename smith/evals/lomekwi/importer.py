@@ -81,6 +81,9 @@ def import_row(row: dict[str, Any], source: str = "") -> dict[str, Any]:
     """One released row -> a smith episode record (the fields smith's own runs write)."""
     if row.get("error"):
         raise ValueError(f"row {row.get('relabel_seed')} of {source or 'the log'} is a failed episode: {row['error']}")
+    if "recipe_mode" in row:
+        raise ValueError(f"row {row.get('relabel_seed')} of {source or 'the log'} is a Deep Lomekwi row; import it "
+                         "with suite.world=deep")
     facts = derive_facts(row["labels"], row["n"], row.get("budget"), row["actions"], row["obs"],
                          calls=(row.get("usage") or {}).get("calls"))
     if facts["won"] != bool(row["solved"]):
