@@ -27,8 +27,9 @@ def _check_group(overrides: list[str], group: str) -> None:
             raise ConfigError(f"{group} '{value}' not found; known: {', '.join(options(group))}")
 
 
-def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = ()) -> DictConfig:
-    """Compose `recipes/<config_name>.yaml` with command-line style overrides."""
+def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = (), quick: bool = True) -> DictConfig:
+    """Compose `recipes/<config_name>.yaml` with command-line style overrides (and, for `quick=true`, the
+    suite's `suite.quick` preset before them)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
@@ -44,6 +45,9 @@ def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = ()
     except (HydraException, OmegaConfBaseException) as e:
         first = str(e).strip().splitlines()[0]
         raise ConfigError(f"bad override in {' '.join(overrides) or '(none)'}: {first}") from None
+    preset = OmegaConf.select(cfg, "suite.quick") if quick and cfg.get("quick") else None
+    if preset:  # `quick=true`: the suite's own overrides first, so that the user's still win
+        return compose(config_name, [*map(str, preset), *overrides], groups, quick=False)
     return cfg
 
 
