@@ -117,7 +117,8 @@ def test_cli_run_then_resume(tiny_model_dir, tmp_path):
     assert "resuming with changed settings (resume_allow_changes=true):\ndapo.learning_rate: 0.001 -> 0.002\n" \
         in proc.stdout
     assert _steps(run) == [1, 2, 3, 4, 5, 6]  # step 5 replayed, logged once
-    assert (run / "checkpoint-5-unreadable").is_dir() and (run / "checkpoint-5" / "smith_checkpoint.json").exists()
+    assert (run / "checkpoint-5-unreadable").is_dir() and not (run / "step-5").is_symlink()
+    assert (run / "checkpoint-6" / "smith_checkpoint.json").exists()
     assert (run / "config.yaml").read_text() == original  # what the run was started with, kept
     resumed = [(run / f"config.resume-{n}.yaml").read_text() for n in (1, 2)]
     assert resumed[0].startswith("# resumed from checkpoint-3") and "learning_rate: 0.002" in resumed[1]
@@ -295,6 +296,7 @@ def test_an_unreadable_newest_checkpoint_falls_back_to_the_one_before(case, tmp_
     from smith.train.session import checkpoint_problem, last_complete_checkpoint
 
     older, newest = fake_checkpoint(tmp_path / "checkpoint-2", 2), fake_checkpoint(tmp_path / "checkpoint-4", 4)
+    (tmp_path / "step-4").symlink_to("checkpoint-4")
     assert checkpoint_problem(newest) is None
     damage, reason = CORRUPTIONS[case]
     damage(newest)
@@ -302,6 +304,7 @@ def test_an_unreadable_newest_checkpoint_falls_back_to_the_one_before(case, tmp_
     err = capsys.readouterr().err
     assert err.startswith("warning: checkpoint-4 is unreadable (") and reason in err, err
     assert "moved to checkpoint-4-unreadable" in err and (tmp_path / "checkpoint-4-unreadable").is_dir()
+    assert not (tmp_path / "step-4").is_symlink()  # a link to it would lead nowhere useful
     damage(older)  # nothing readable left: start from step 0 (train() says so)
     assert last_complete_checkpoint(tmp_path) is None
 

@@ -179,8 +179,8 @@ REQUIRED = ("trainer_state.json", "scheduler.pt", "adapter_model.safetensors", P
 def last_complete_checkpoint(run_dir: Path, warn: bool = True) -> Path | None:
     """Newest checkpoint to resume from. Interrupted ones (no completion marker: killed mid-save) are removed;
     a complete one that is unreadable (`checkpoint_problem`: a truncated file, bad JSON) is moved aside to
-    `checkpoint-N-unreadable` (kept for a look, ignored from then on) with a warning (`warn`: on stderr), and
-    the one before it is used."""
+    `checkpoint-N-unreadable` (kept for a look, ignored from then on; its `step-N` link removed) with a
+    warning (`warn`: on stderr), and the one before it is used."""
     done = []
     for _, ckpt in checkpoints(run_dir):
         if (ckpt / COMPLETE).exists():
@@ -244,12 +244,16 @@ def _check_safetensors(path: Path) -> None:
 
 
 def _set_aside(ckpt: Path) -> Path:
+    """Rename `ckpt` out of the way (resume saves a new one under its name) and drop its `step-N` link."""
     aside, n = ckpt.with_name(f"{ckpt.name}-unreadable"), 1
     while aside.exists():
         n += 1
         aside = ckpt.with_name(f"{ckpt.name}-unreadable-{n}")
-    with contextlib.suppress(OSError):  # another rank moved it first
+    link = ckpt.with_name(ckpt.name.replace("checkpoint-", "step-"))
+    with contextlib.suppress(OSError):  # another rank did it first
         ckpt.rename(aside)
+        if link.is_symlink() and os.readlink(link) == ckpt.name:
+            link.unlink()
     return aside
 
 
