@@ -197,8 +197,8 @@ _SHOWN_CHARS = 200
 
 def spec_from_source(code: str, function_name: str | None = None, label: str = "tool") -> ToolSpec:
     """A ToolSpec for a bare Python file: the named function (default: the last top-level def), with a
-    schema read off its signature (every parameter a string, those without a default required). A file the
-    user named that has no such function is bad input (ConfigError: `smith grade` exits 2 in one line)."""
+    schema read off its signature (every parameter a string, those without a default required). A file that
+    does not parse or has no such function is bad input (ConfigError: `smith grade` exits 2 in one line)."""
     try:
         tree = ast.parse(code)
     except SyntaxError as e:
