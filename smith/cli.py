@@ -1,12 +1,26 @@
 """The `smith` console script. Each subcommand lives with the module it serves; this file only
-parses arguments and dispatches (imports are lazy so `smith --help` is instant)."""
+parses and checks arguments and dispatches (imports are lazy so `smith --help` is instant)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from smith.errors import ConfigError, guarded, writable_dir, writable_parent
+
+
+def _pool_source(source: str) -> None:
+    """A pool file, or a run / checkpoint directory holding one (a corrupt one is refused when it loads)."""
+    from smith.pool import resolve_pool_path
+
+    try:
+        resolve_pool_path(source)
+    except FileNotFoundError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _tiny_model(a: argparse.Namespace) -> None:
+    writable_parent(a.dir, "DIR")
     if a.warm:
         from smith.train.warm import WarmSettings, build_warm_model
 
@@ -21,6 +35,13 @@ def _tiny_model(a: argparse.Namespace) -> None:
 
 def _grade(a: argparse.Namespace) -> None:
     from smith.rewards.evaluation import grade_cli
+    from smith.tasks import load_catalog
+
+    if not Path(a.tool).is_file():
+        raise ConfigError(f"--tool {a.tool} is not a file; pass an existing .py file")
+    if a.k < 1:
+        raise ConfigError(f"--k {a.k} must be >= 1")
+    load_catalog().check_names([a.category], "--category")
 
     grade_cli(a)
 
@@ -28,17 +49,32 @@ def _grade(a: argparse.Namespace) -> None:
 def _export_pool(a: argparse.Namespace) -> None:
     from smith.pool.export import export_cli
 
+    _pool_source(a.source)
+    if Path(a.out).is_dir():
+        raise ConfigError(f"--out {a.out} is a directory; name the file to write")
+    writable_dir(Path(a.out).parent, "--out's directory")
+
     export_cli(a)
 
 
 def _serve_pool(a: argparse.Namespace) -> None:
     from smith.pool.mcp_server import serve_cli
 
+    _pool_source(a.source)
+    if a.retriever and not (Path(a.retriever) / "retriever.json").is_file():
+        raise ConfigError(f"--retriever {a.retriever} holds no retriever.json; pass a saved AdaptiveRetriever dir")
+
     serve_cli(a)
 
 
 def _report(a: argparse.Namespace) -> None:
-    from smith.evals.report import report_cli
+    from smith.evals.report import discover, report_cli
+
+    try:
+        discover(a.dirs)
+    except FileNotFoundError as e:
+        raise ConfigError(str(e)) from None
+    writable_dir(a.out, "--out")
 
     report_cli(a)
 
@@ -86,20 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Parse and dispatch behind the error boundary (smith.errors: bad input is one line and exit 2, Ctrl-C
-    exit 130)."""
-    from smith.errors import ConfigError, guarded
-
+    """Parse and dispatch behind the error boundary (smith.errors): each subcommand checks its arguments first
+    and reports bad ones as ConfigError (one line, exit 2); any other exception is a bug in smith and keeps its
+    traceback (exit 1), even a FileNotFoundError or ValueError; Ctrl-C exits 130."""
     args = build_parser().parse_args(argv)
-
-    def body() -> None:
-        try:
-            args.func(args)
-        except (FileNotFoundError, ValueError) as e:
-            # a subcommand reports a bad argument (a missing file, a malformed pool or tool) this way
-            raise ConfigError(str(e)) from e
-
-    guarded(body)
+    guarded(lambda: args.func(args))
 
 
 if __name__ == "__main__":

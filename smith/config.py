@@ -76,9 +76,20 @@ def _quote_hash(override: str) -> str:
     return override
 
 
+def hydra_verbose(argv: list[str]) -> bool:
+    """Whether the command line turns on Hydra's `hydra.verbose` (true, a logger name or a list of them): the
+    boundary then shows the traceback of bad input and Ctrl-C too, like SMITH_TRACEBACK=1. Read off argv, since
+    the boundary must know before composing (composing may be what fails)."""
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key.lstrip("+") == "hydra.verbose":
+            return value.strip().strip("'\"").lower() not in ("", "false", "null", "none", "[]")
+    return False
+
+
 def main_entry(config_name: str, groups: tuple[str, ...], run) -> None:  # noqa: ANN001
     """Shared body of train.py and eval.py: compose, optionally print, run, all behind the error boundary
-    (smith.errors: bad input is one line and exit 2, Ctrl-C exit 130)."""
+    (smith.errors: bad input is one line and exit 2, Ctrl-C exit 130; tracebacks with `hydra.verbose=true`)."""
 
     def body() -> None:
         show, overrides = parse_argv(sys.argv[1:])
@@ -88,4 +99,4 @@ def main_entry(config_name: str, groups: tuple[str, ...], run) -> None:  # noqa:
             return
         run(cfg)
 
-    guarded(body)
+    guarded(body, verbose=hydra_verbose(sys.argv[1:]))

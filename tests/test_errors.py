@@ -1,11 +1,12 @@
 """Issue 16, item 6: one error boundary for train.py, eval.py and `smith`. Bad input is one `error:` line naming
-the bad value, exit code 2, before any model loads; Ctrl-C is `interrupted`, exit 130; SMITH_TRACEBACK=1 shows
-the traceback."""
+the bad value, exit code 2, before any model loads; Ctrl-C is `interrupted`, exit 130; SMITH_TRACEBACK=1 or
+hydra.verbose=true shows the traceback; anything else is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -145,6 +146,11 @@ TRAIN_CASES = {
     "refused judge endpoint": (["judge.kind=external", "judge.base_url=http://127.0.0.1:9/v1", "judge.model_name=m"],
                                ["http://127.0.0.1:9/v1/models"]),
     "unknown recipe": (["recipe=nope"], ["recipe 'nope' not found"]),
+    "unwritable model.warm_dir": (["model.name_or_path=tiny-warm", "model.warm_dir={not_a_dir}/warm"],
+                                  ["model.warm_dir={not_a_dir}/warm", "cannot be built"]),
+    "unwritable tasks.cache_dir": (["tasks.cache_dir={not_a_dir}"], ["tasks.cache_dir={not_a_dir}"]),
+    "pool.retrieval dir without a retriever": (["pool.retrieval={tmp}"], ["pool.retrieval={tmp}", "retriever.json"]),
+    "sandbox.url not answering": (["sandbox.url=http://127.0.0.1:9"], ["http://127.0.0.1:9/health"]),
 }
 
 
@@ -159,26 +165,48 @@ def test_train_bad_input_is_one_line_before_loading(case, tmp_path, not_a_dir):
     assert not (tmp_path / "run").exists()  # no run directory left behind
 
 
-def test_ctrl_c_is_one_line_and_exit_130(tiny_model_dir, tmp_path):
-    """SIGINT to the process group (what Ctrl-C in a terminal sends) once training is running."""
-    cmd = [sys.executable, "train.py", "recipe=tiny-random", f"model.tiny_dir={tiny_model_dir}", "max_steps=50",
-           f"tasks.cache_dir={tmp_path / 'items'}", f"output_dir={tmp_path / 'run'}"]
+def _interrupt(cmd: list[str], ready: bytes, stream: str) -> tuple[subprocess.Popen, str, str]:
+    """Start `cmd`, send SIGINT to its process group (what Ctrl-C in a terminal sends) once the pattern `ready`
+    matches on `stream` (stdout or stderr), and collect what it wrote."""
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     # a shell may start background jobs with SIGINT ignored, and children inherit that: give it the default back
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = {"stdout": b"", "stderr": b""}
     try:
-        for line in proc.stdout:
-            if line.startswith("step"):
-                break
+        while not re.search(ready, seen[stream]):
+            chunk = os.read(getattr(proc, stream).fileno(), 4096)
+            assert chunk, f"it ended before {ready!r}: {seen[stream][-2000:]!r}"
+            seen[stream] += chunk
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
+    return proc, (seen["stdout"] + out).decode(), (seen["stderr"] + err).decode()
+
+
+def _one_line_interrupted(proc: subprocess.Popen, err: str) -> None:
     assert proc.returncode == 130, err[-3000:]
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err, err[-3000:]
+
+
+def test_ctrl_c_is_one_line_and_exit_130(tiny_model_dir, tmp_path):
+    """Once training is running."""
+    proc, out, err = _interrupt([sys.executable, "train.py", "recipe=tiny-random", f"model.tiny_dir={tiny_model_dir}",
+                                 "max_steps=50", f"tasks.cache_dir={tmp_path / 'items'}",
+                                 f"output_dir={tmp_path / 'run'}"], rb"(?m)^step ", "stdout")
+    _one_line_interrupted(proc, err)
     assert "trained tiny-random" not in out  # it stopped, it did not finish
+
+
+def test_ctrl_c_on_eval_is_one_line_and_exit_130(tmp_path):
+    """Once episodes are being played (the progress bar has counted one): a scripted agent, 9,000 episodes."""
+    proc, _, err = _interrupt([sys.executable, "eval.py", "suite=lomekwi", "model=scripted:random",
+                               "suite.reps=1000", "suite.plots=false", f"output_dir={tmp_path / 'out'}"],
+                              rb"[1-9][0-9]*/9000", "stderr")
+    _one_line_interrupted(proc, err)
+    assert not (tmp_path / "out" / "summary.json").exists()  # it stopped, it did not finish
 
 
 def test_the_boundary_passes_bugs_through_and_shows_tracebacks_on_request(monkeypatch, capsys):
@@ -199,11 +227,22 @@ def test_the_boundary_passes_bugs_through_and_shows_tracebacks_on_request(monkey
     assert stop.value.code == 130 and "Traceback" in err and err.strip().splitlines()[-1] == "interrupted"
 
 
-def test_smith_traceback_shows_the_traceback():
-    proc = _run("eval.py", "suite=rg", "limit=abc", env={"SMITH_TRACEBACK": "1"})
+@pytest.mark.parametrize("switch", ["SMITH_TRACEBACK=1", "hydra.verbose=true"])
+@pytest.mark.parametrize("script", ["eval.py", "train.py"])
+def test_smith_traceback_or_hydra_verbose_shows_the_traceback(script, switch):
+    bad = "limit=abc" if script == "eval.py" else "max_steps=abc"
+    args = [script, "suite=rg" if script == "eval.py" else "recipe=tiny-random", bad]
+    proc = _run(*args, env={"SMITH_TRACEBACK": "1"}) if switch.startswith("SMITH") else _run(*args, switch)
     assert proc.returncode == 2
     assert "Traceback (most recent call last)" in proc.stderr and "smith.errors.ConfigError" in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: limit=abc")
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {bad}")
+
+
+def test_hydra_verbose_values():
+    from smith.config import hydra_verbose
+
+    assert hydra_verbose(["recipe=tiny", "hydra.verbose=true"]) and hydra_verbose(["hydra.verbose=[smith]"])
+    assert not hydra_verbose(["hydra.verbose=false"]) and not hydra_verbose(["recipe=tiny"])
 
 
 # ------------------------------------------------------------------------------------------------ smith
@@ -214,3 +253,41 @@ def test_smith_bad_input_is_one_line(tmp_path):
     tool.write_text("def f(question: str) -> str:\n    return question\n")
     _one_line_error(_run("-m", "smith.cli", "grade", "--category", "nope", "--tool", str(tool)), "'nope'")
     _one_line_error(_run("-m", "smith.cli", "report", str(tmp_path / "no-dir")), str(tmp_path / "no-dir"))
+    (tmp_path / "file").write_text("x")
+    _one_line_error(_run("-m", "smith.cli", "tiny-model", str(tmp_path / "file" / "model")), "DIR=", "cannot be built")
+    pool = tmp_path / "pool.json"
+    pool.write_text(json.dumps({"format_version": 1, "cap_per_category": 4, "entries": []}))
+    _one_line_error(_run("-m", "smith.cli", "export-pool", str(pool), "--format", "jsonl", "--out", str(tmp_path)),
+                    f"--out {tmp_path} is a directory")
+    _one_line_error(_run("-m", "smith.cli", "serve-pool", str(pool), "--retriever", str(tmp_path)), "retriever.json")
+    no_def = tmp_path / "no_def.py"
+    no_def.write_text("X = 1\n")
+    _one_line_error(_run("-m", "smith.cli", "grade", "--category", "lcm", "--tool", str(no_def)),
+                    "no top-level function")
+
+
+BUG = """
+import sys
+import smith.pool.export as export
+
+def broken(*args, **kwargs):
+    raise {exc}("a bug in smith, not bad input")
+
+export.export = broken
+from smith.cli import main
+
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("exc", ["FileNotFoundError", "ValueError"])
+def test_smith_reports_a_bug_with_its_traceback_not_as_bad_input(exc, tmp_path):
+    """The CLI maps only its argument checks to exit 2: the same exception types from inside a subcommand are a
+    bug, exit 1 with Python's traceback."""
+    pool = tmp_path / "pool.json"
+    pool.write_text(json.dumps({"format_version": 1, "cap_per_category": 4, "entries": []}))
+    proc = _run("-c", BUG.format(exc=exc), "export-pool", str(pool), "--format", "jsonl", "--out",
+                str(tmp_path / "out.jsonl"))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback (most recent call last)" in proc.stderr and "error:" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"{exc}: a bug in smith, not bad input"

@@ -1,5 +1,6 @@
 """Issue 6: the SMITH trainer on the tiny model: a real optimizer step, evaluator sync, CLI runs, resume
-after a clean stop and after kill -9, and two CPU ranks that agree."""
+after a clean stop and after kill -9, and two CPU ranks that agree. Issue 16: resume refuses changed settings
+unless allowed, and falls back from an unreadable newest checkpoint."""
 
 from __future__ import annotations
 
@@ -103,10 +104,26 @@ def test_cli_run_then_resume(tiny_model_dir, tmp_path):
     assert json.loads((run / "tool_pool.json").read_text())["entries"]
     assert max(r.get("rewards/evaluation/mean") or 0 for r in rows) > 0 and max(r["rewards/use/mean"] for r in rows) > 0
     assert rows[0]["pool/size"] > 0 and rows[-1]["use/correct"] == 1.0
-    proc = _train_cli(*base, "max_steps=5", f"resume={run}")
+    original = (run / "config.yaml").read_text()
+    proc = _train_cli(*base, "max_steps=5", f"resume={run}")  # a longer run: max_steps may change on resume
     assert "resuming" in proc.stdout and "from checkpoint-3" in proc.stdout  # the final step is saved too
+    assert "warning" not in proc.stderr  # TRL's own checkpoints pass checkpoint_problem
     assert _steps(run) == [1, 2, 3, 4, 5]
     assert (run / "checkpoint-4" / "smith_checkpoint.json").exists()
+    # the newest checkpoint unreadable (its adapter file cut short), and a setting changed on purpose
+    weights = run / "checkpoint-5" / "adapter_model.safetensors"
+    os.truncate(weights, weights.stat().st_size // 2)
+    proc = _train_cli(*base, "max_steps=6", "dapo.learning_rate=0.002", "resume_allow_changes=true", f"resume={run}")
+    assert "warning: checkpoint-5 is unreadable (adapter_model.safetensors: " in proc.stderr
+    assert "from checkpoint-4" in proc.stdout
+    assert "resuming with changed settings (resume_allow_changes=true):\ndapo.learning_rate: 0.001 -> 0.002\n" \
+        in proc.stdout
+    assert _steps(run) == [1, 2, 3, 4, 5, 6]  # step 5 replayed, logged once
+    assert (run / "checkpoint-5-unreadable").is_dir() and not (run / "step-5").is_symlink()
+    assert (run / "checkpoint-6" / "smith_checkpoint.json").exists()
+    assert (run / "config.yaml").read_text() == original  # what the run was started with, kept
+    resumed = [(run / f"config.resume-{n}.yaml").read_text() for n in (1, 2)]
+    assert resumed[0].startswith("# resumed from checkpoint-3") and "learning_rate: 0.002" in resumed[1]
 
 
 def test_kill_9_then_resume_keeps_pool_and_step(tiny_model_dir, tmp_path):
@@ -231,16 +248,100 @@ def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_p
     assert not (tmp_path / "cli").exists()
 
 
+def fake_checkpoint(ckpt: Path, step: int) -> Path:
+    """A checkpoint holding every file resume reads, each tiny but readable (session.checkpoint_problem)."""
+    from safetensors.torch import save_file
+
+    from smith.pool import POOL_FILE, ToolPool
+    from smith.train.session import COMPLETE
+
+    ckpt.mkdir(parents=True)
+    save_file({"w": torch.zeros(8)}, ckpt / "adapter_model.safetensors")
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        torch.save({"state": list(range(100))}, ckpt / name)
+    (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    ToolPool(4).save(ckpt / POOL_FILE)
+    (ckpt / COMPLETE).write_text(json.dumps({"step": step}))
+    return ckpt
+
+
 def test_stray_checkpoint_directories_are_ignored(tmp_path):
     """A `checkpoint-4-backup` a user made beside the real ones does not break resume, reports or pool lookup."""
     from smith.pool import checkpoints, resolve_pool_path
-    from smith.train.session import COMPLETE, last_complete_checkpoint
+    from smith.train.session import last_complete_checkpoint
 
     for name in ("checkpoint-2", "checkpoint-10", "checkpoint-4-backup", "checkpoint-x"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / COMPLETE).write_text("{}")
-        (tmp_path / name / "tool_pool.json").write_text("{}")
+        fake_checkpoint(tmp_path / name, 4)
     assert [s for s, _ in checkpoints(tmp_path)] == [2, 10]
     assert last_complete_checkpoint(tmp_path).name == "checkpoint-10"
     assert resolve_pool_path(tmp_path).parent.name == "checkpoint-10"
     assert (tmp_path / "checkpoint-4-backup").exists()  # not the run's to delete
+
+
+def _cut(path: Path) -> None:
+    os.truncate(path, path.stat().st_size // 2)
+
+
+CORRUPTIONS = {
+    "adapter weights cut short": (lambda c: _cut(c / "adapter_model.safetensors"), "adapter_model.safetensors: "),
+    "optimizer state cut short": (lambda c: _cut(c / "optimizer.pt"), "optimizer.pt: BadZipFile"),
+    "trainer state not JSON": (lambda c: (c / "trainer_state.json").write_text('{"global_step": 4'),
+                               "trainer_state.json: JSONDecodeError"),
+    "marker without a step": (lambda c: (c / "smith_checkpoint.json").write_text("{}"), "names no step"),
+    "scheduler missing": (lambda c: (c / "scheduler.pt").unlink(), "missing scheduler.pt"),
+    "pool not a pool": (lambda c: (c / "tool_pool.json").write_text("[]"), "not a smith pool"),
+}
+
+
+@pytest.mark.parametrize("case", CORRUPTIONS)
+def test_an_unreadable_newest_checkpoint_falls_back_to_the_one_before(case, tmp_path, capsys):
+    from smith.train.session import checkpoint_problem, last_complete_checkpoint
+
+    older, newest = fake_checkpoint(tmp_path / "checkpoint-2", 2), fake_checkpoint(tmp_path / "checkpoint-4", 4)
+    (tmp_path / "step-4").symlink_to("checkpoint-4")
+    assert checkpoint_problem(newest) is None
+    damage, reason = CORRUPTIONS[case]
+    damage(newest)
+    assert last_complete_checkpoint(tmp_path) == older
+    err = capsys.readouterr().err
+    assert err.startswith("warning: checkpoint-4 is unreadable (") and reason in err, err
+    assert "moved to checkpoint-4-unreadable" in err and (tmp_path / "checkpoint-4-unreadable").is_dir()
+    assert not (tmp_path / "step-4").is_symlink()  # a link to it would lead nowhere useful
+    damage(older)  # nothing readable left: start from step 0 (train() says so)
+    assert last_complete_checkpoint(tmp_path) is None
+
+
+def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path):
+    """Before any model loads and before the run directory is touched (an interrupted checkpoint stays); the
+    diff leaves out what may change (max_steps, output_dir, resume)."""
+    from smith.train.session import check_resume_config, save_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    save_config(compose("config", ["recipe=tiny-random", f"output_dir={run}"]), run)
+    fake_checkpoint(run / "checkpoint-2", 2)
+    (run / "checkpoint-3").mkdir()  # interrupted: resume would remove it
+    change = ["dapo.learning_rate=0.5", "tasks.categories=[lcm]", "+extra=1", "max_steps=9"]
+    out = subprocess.run([sys.executable, "train.py", "recipe=tiny-random", f"resume={run}", *change], cwd=ROOT,
+                         capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"})
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert out.stderr.strip().splitlines() == [
+        "dapo.learning_rate: 0.001 -> 0.5", "extra: (absent) -> 1", "tasks.categories: null -> [\"lcm\"]",
+        f"error: resume={run}: 3 setting(s) differ from the run's saved config (listed above); drop those "
+        "overrides, or pass resume_allow_changes=true to resume with them"]
+    assert (run / "checkpoint-3").is_dir() and not (run / "config.resume-1.yaml").exists()
+    allowed = compose("config", ["recipe=tiny-random", f"resume={run}", *change, "resume_allow_changes=true"])
+    assert len(check_resume_config(allowed, run)) == 3
+    assert check_resume_config(compose("config", ["recipe=tiny-random", f"resume={run}", "max_steps=9"]), run) == []
+
+
+@pytest.mark.parametrize("override", ["rewards.weights.use=abc", "openai.concurrency=0", "model.dtype=float8",
+                                      "logging.wandb=yes", "dapo.dynamic_sampling=maybe",
+                                      "model.name_or_path=./no-model", "pool.retrieval=bm52",
+                                      "model.tiny_dir=/proc/smith/model"])
+def test_other_settings_fail_in_one_line_before_loading(override, tmp_path):
+    """Each used to fail after the model loaded (or, for a misspelt boolean, to mean true)."""
+    key = override.split("=")[0]
+    with pytest.raises(ConfigError, match=rf"^{re.escape(override)} (must be|is not|is neither|cannot be built)"):
+        train(compose("config", ["recipe=tiny-random", override]), tmp_path / "run")
+    assert not (tmp_path / "run").exists(), key

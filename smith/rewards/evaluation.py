@@ -28,6 +28,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from smith.episodes import Episode, Executor, play
+from smith.errors import ConfigError
 from smith.models.base import ChatBackend, SamplingParams
 from smith.tasks import Catalog, Item, items, load_catalog, score
 from smith.toolspec import ToolSpec
@@ -196,12 +197,13 @@ _SHOWN_CHARS = 200
 
 def spec_from_source(code: str, function_name: str | None = None, label: str = "tool") -> ToolSpec:
     """A ToolSpec for a bare Python file: the named function (default: the last top-level def), with a
-    schema read off its signature (every parameter a string, those without a default required)."""
+    schema read off its signature (every parameter a string, those without a default required). A file that
+    does not parse or has no such function is bad input (ConfigError: `smith grade` exits 2 in one line)."""
     try:
         tree = ast.parse(code)
     except SyntaxError as e:
         if function_name is None:
-            raise ValueError(f"{label} does not parse ({e.msg}, line {e.lineno}); fix it or pass --function") from e
+            raise ConfigError(f"{label} does not parse ({e.msg}, line {e.lineno}); fix it or pass --function") from e
         params: dict[str, Any] = {
             "type": "object",
             "properties": {"question": {"type": "string"}},
@@ -213,7 +215,7 @@ def spec_from_source(code: str, function_name: str | None = None, label: str = "
         defs = [n for n in defs if n.name == function_name]
     if not defs:
         which = f"def {function_name}(...)" if function_name else "top-level function"
-        raise ValueError(f"{label} has no {which}; define one or pass --function NAME")
+        raise ConfigError(f"{label} has no {which}; define one or pass --function NAME")
     fn = defs[-1]
     names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     n_defaults = len(fn.args.defaults)

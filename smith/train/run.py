@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from smith.errors import ConfigError, writable_dir
+from smith.errors import ConfigError, writable_dir, writable_parent
 from smith.models.openai import check_endpoint
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
@@ -23,6 +23,7 @@ from smith.train.progress import ConsoleCallback, WandbConfig
 from smith.train.session import (
     Session,
     SmithCallback,
+    check_resume_config,
     last_complete_checkpoint,
     restore,
     rollout_settings,
@@ -48,10 +49,7 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
         from smith.train.warm import build_warm_model
 
         with PartialState().main_process_first():
-            try:
-                path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
-            except ValueError as e:
-                raise ConfigError(f"model.warm_dir: {e}") from None
+            path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
     elif Path(name).is_dir():  # adapters name their base by this path: absolute, so they load from anywhere
         path = str(Path(name).resolve())
     dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
@@ -263,13 +261,24 @@ def script_function(spec: str) -> Any:
 
 
 def make_retriever(cfg: DictConfig) -> Any:
-    """`pool.retrieval`: null (the paper's 1 matching + distractors), a scorer name, or a saved retriever dir."""
+    """`pool.retrieval`: null (the paper's 1 matching + distractors), a scorer name, or a saved retriever dir.
+    Made before the model loads (a scorer loads its own model lazily), so a bad value fails at once."""
     if not cfg.pool.retrieval:
         return None
     from smith.pool.retrieval.retriever import AdaptiveRetriever
+    from smith.pool.retrieval.scorers import SCORERS
 
     spec = str(cfg.pool.retrieval)
-    return AdaptiveRetriever.load(spec) if Path(spec).is_dir() else AdaptiveRetriever(spec)
+    if not Path(spec).is_dir():
+        if spec not in SCORERS:
+            raise ConfigError(f"pool.retrieval={spec} is neither a scorer ({', '.join(SCORERS)}) nor a saved "
+                              "retriever directory")
+        return AdaptiveRetriever(spec)
+    try:
+        return AdaptiveRetriever.load(spec)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:  # a file the user named, not ours
+        raise ConfigError(f"pool.retrieval={spec} is not a loadable retriever directory ({type(e).__name__}: "
+                          f"{e})") from None
 
 
 def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
@@ -286,6 +295,10 @@ CHOICES = {
     "generation.backend": ("hf", "vllm", "scripted"),
     "generation.vllm_mode": ("colocate", "server"),
     "sandbox.isolation": ("strict", "process"),
+    "model.dtype": ("bfloat16", "float16", "float32"),
+    "build.band_examples": ("easy", "hard"),
+    "build.band_heldout": ("easy", "hard"),
+    "logging.wandb": ("online", "offline", "disabled"),
 }
 
 
@@ -300,8 +313,15 @@ NUMBERS = {
     "build.n_examples": (int, 1), "build.k_heldout": (int, 1), "use.max_turns": (int, 1),
     "use.n_distractors": (int, 0), "evaluator.sync_every": (int, 0), "pool.cap_per_category": (int, 1),
     "tasks.bank_size": (int, 1), "sandbox.timeout_s": (float, 0.001), "sandbox.memory_mb": (int, 16),
-    "sandbox.workers": (int, 1),
+    "sandbox.workers": (int, 1), "build.fraction": (float, 0.0), "use.eta_mid": (float, 0.0),
+    "use.eta_min": (float, 0.0), "use.max_tool_output_chars": (int, 1), "evaluator.max_turns": (int, 1),
+    "judge.max_new_tokens": (int, 1), "pool.menu_size": (int, 1), "openai.timeout_s": (float, 0.001),
+    "openai.max_retries": (int, 0), "openai.concurrency": (int, 1),
+    **{f"rewards.weights.{axis}": (float, 0.0) for axis in ("format", "evaluation", "judge", "use")},
 }
+BOOLEANS = ("dapo.mask_truncated_completions", "dapo.gradient_checkpointing", "dapo.dynamic_sampling",
+            "resume_allow_changes")
+MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir"}  # built (and cached) by the run
 
 
 def check_config(cfg: DictConfig) -> None:
@@ -318,6 +338,9 @@ def check_config(cfg: DictConfig) -> None:
         if str(value) not in valid:
             raise ConfigError(f"{key}={value} is not one of {', '.join(valid)}")
     trainer_overrides(cfg)
+    for key in BOOLEANS:
+        if not isinstance(value := OmegaConf.select(cfg, key), bool):
+            raise ConfigError(f"{key}={value} must be true or false")
     for part in ("evaluator", "judge"):
         section = cfg[part]
         if section.kind != "external":
@@ -327,6 +350,32 @@ def check_config(cfg: DictConfig) -> None:
         check_endpoint(str(section.base_url), str(section.model_name), part,
                        model_label=f"{part}.model_name={section.model_name}",
                        hint="start it first (docs/training.md, 'Recipes')")
+
+
+def check_places(cfg: DictConfig) -> None:
+    """The directories and services a run uses besides its own directory, checked before any model loads (each
+    used to fail after it): the tiny model's build directory (built in place behind a lock file beside it),
+    a local model path, the task item cache, and a remote sandbox's /health."""
+    name = str(cfg.model.name_or_path)
+    if name in MODEL_DIRS:
+        writable_parent(str(OmegaConf.select(cfg, MODEL_DIRS[name])), MODEL_DIRS[name])
+    elif name.startswith(("/", ".", "~")) and not (Path(name).expanduser() / "config.json").is_file():
+        raise ConfigError(f"model.name_or_path={name} is not a model directory (no config.json); "
+                          "give a model directory, a hub id, tiny or tiny-warm")
+    if cfg.tasks.cache_dir:
+        writable_dir(str(cfg.tasks.cache_dir), "tasks.cache_dir")
+    if cfg.sandbox.url:
+        import httpx
+
+        url = f"{str(cfg.sandbox.url).rstrip('/')}/health"
+        try:
+            reply = httpx.get(url, timeout=10).raise_for_status().json()
+            problem = None if isinstance(reply, dict) and reply.get("ok") is True else f"it answered {reply!r:.80}"
+        except (httpx.HTTPError, ValueError) as e:
+            problem = f"{type(e).__name__}: {e}"
+        if problem:
+            raise ConfigError(f"sandbox.url: {url} is not answering as a sandbox service ({problem}); "
+                              "start `python -m sandbox serve` first")
 
 
 def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
@@ -346,8 +395,15 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     seen = list(cfg.tasks.categories) if cfg.tasks.categories else [c.name for c in catalog.seen]
     catalog.check_names(seen, "tasks.categories")
     script = script_function(str(cfg.generation.script)) if cfg.generation.backend == "scripted" else None
+    check_places(cfg)
+    retriever = make_retriever(cfg)
     writable_dir(run_dir, "resume" if cfg.resume else "output_dir")
+    ckpt, changes = None, []
+    if cfg.resume:  # the settings first: a refused resume leaves the run directory as it was
+        changes = check_resume_config(cfg, run_dir)
+        ckpt = last_complete_checkpoint(run_dir, warn=state.is_main_process)
     on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
+    args = grpo_args(cfg, run_dir, on_gpu, state.num_processes)
     torch.manual_seed(int(cfg.seed))
     model, tok, model_path = load_policy(cfg, on_gpu)
     source = TaskSource(seen, int(cfg.build.n_examples), int(cfg.build.k_heldout), int(cfg.tasks.seed),
@@ -364,8 +420,9 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     n_rows = int(cfg.max_steps) * int(cfg.dapo.prompts_per_step) * int(cfg.dapo.gradient_accumulation_steps) * 2
     dataset = Dataset.from_list(prompt_rows(n_rows, float(cfg.build.fraction)))
     if state.is_main_process:
-        save_config(cfg, run_dir)
-    ckpt = last_complete_checkpoint(run_dir) if cfg.resume else None
+        save_config(cfg, run_dir, ckpt)
+        if changes:
+            print("resuming with changed settings (resume_allow_changes=true):\n" + "\n".join(changes))
     if cfg.resume and ckpt is None:
         print(f"no complete checkpoint in {run_dir}; starting from step 0")
 
@@ -373,15 +430,15 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         sandbox, limits = make_sandbox(cfg)
         stack.callback(sandbox.close)
         rollout = Rollout(policy, sandbox, limits, pool, rollout_settings(cfg, run_dir), evaluator=evaluator,
-                          judge=judge, workers=max(2, int(cfg.sandbox.workers)), retriever=make_retriever(cfg),
+                          judge=judge, workers=max(2, int(cfg.sandbox.workers)), retriever=retriever,
                           catalog=catalog)
         stack.callback(rollout.close)
         # the warm model lives at a local path only: checkpoints name that path as their base
         base = model_path if cfg.model.name_or_path == "tiny-warm" else None
         session = Session(cfg, run_dir, source, rollout, pool, base_model=base)
         rollout.admit = session.stage
-        trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=grpo_args(cfg, run_dir, on_gpu,
-                               state.num_processes), train_dataset=dataset, processing_class=tok, smith=session,
+        trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=args, train_dataset=dataset,
+                               processing_class=tok, smith=session,
                                callbacks=[SmithCallback(session), ConsoleCallback(run_dir), WandbConfig(cfg),
                                           *callbacks])
         trainer.remove_callback(PrinterCallback)

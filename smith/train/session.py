@@ -6,20 +6,28 @@ build the rollout, hand both to the trainer, train (or resume), and save the poo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
+import re
 import shutil
+import struct
+import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from transformers import TrainerCallback
+from yaml import YAMLError
 
-from smith.pool import POOL_FILE, PoolEntry, ToolPool, checkpoints
+from smith.errors import ConfigError
+from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
 from smith.rollout.episodes import AXES, Rollout, RolloutSettings, Sample
 from smith.train.trainer import evaluator_state, format_reasons, gathered, sync_evaluator
 
@@ -163,15 +171,90 @@ class SmithCallback(TrainerCallback):
             self.s.pool.save(self.s.run_dir / POOL_FILE)
 
 
-def last_complete_checkpoint(run_dir: Path) -> Path | None:
-    """Newest checkpoint whose completion marker exists; interrupted ones are removed."""
-    done = None
+# what a checkpoint must hold to be resumed from (besides the optimizer state, below): TRL's trainer state,
+# scheduler and policy adapter, smith's pool and completion marker
+REQUIRED = ("trainer_state.json", "scheduler.pt", "adapter_model.safetensors", POOL_FILE, COMPLETE)
+
+
+def last_complete_checkpoint(run_dir: Path, warn: bool = True) -> Path | None:
+    """Newest checkpoint to resume from. Interrupted ones (no completion marker: killed mid-save) are removed;
+    a complete one that is unreadable (`checkpoint_problem`: a truncated file, bad JSON) is moved aside to
+    `checkpoint-N-unreadable` (kept for a look, ignored from then on; its `step-N` link removed) with a
+    warning (`warn`: on stderr), and the one before it is used."""
+    done = []
     for _, ckpt in checkpoints(run_dir):
         if (ckpt / COMPLETE).exists():
-            done = ckpt
+            done.append(ckpt)
         else:
             shutil.rmtree(ckpt, ignore_errors=True)
-    return done
+    for ckpt in reversed(done):
+        problem = checkpoint_problem(ckpt)
+        if problem is None:
+            return ckpt
+        aside = _set_aside(ckpt)
+        if warn:
+            print(f"warning: {ckpt.name} is unreadable ({problem}); moved to {aside.name}, trying the checkpoint "
+                  "before it", file=sys.stderr, flush=True)
+    return None
+
+
+def checkpoint_problem(ckpt: Path) -> str | None:
+    """Why `ckpt` cannot be resumed from, or None. Readable means: the REQUIRED files and the optimizer state
+    (optimizer.pt, or DeepSpeed's global_step* directory) are there; every JSON file parses (the marker and
+    trainer_state.json name their step); every safetensors file has a whole header whose tensors end exactly
+    at the end of the file; every torch file (.pt, .pth, .bin) is a whole zip archive (truncation cuts off its
+    central directory, at the end); the tool pool passes its schema. Cheap: headers and small files only."""
+    missing = [name for name in REQUIRED if not (ckpt / name).is_file()]
+    if not (ckpt / "optimizer.pt").is_file() and not any(ckpt.glob("global_step*")):
+        missing.append("optimizer.pt")
+    if missing:
+        return f"missing {', '.join(missing)}"
+    for path in sorted(ckpt.rglob("*")):
+        try:
+            if path.suffix == ".json":
+                json.loads(path.read_text())
+            elif path.suffix == ".safetensors":
+                _check_safetensors(path)
+            elif path.suffix in (".pt", ".pth", ".bin"):
+                zipfile.ZipFile(path).close()
+        except (OSError, ValueError, zipfile.BadZipFile, RecursionError) as e:
+            return f"{path.relative_to(ckpt)}: {type(e).__name__}: {e}"
+    for name, key in ((COMPLETE, "step"), ("trainer_state.json", "global_step")):
+        data = json.loads((ckpt / name).read_text())
+        if not isinstance(data, dict) or not isinstance(data.get(key), int):
+            return f"{name} names no {key}"
+    try:
+        ToolPool.load(ckpt / POOL_FILE)
+    except PoolFileError as e:
+        return str(e)
+    return None
+
+
+def _check_safetensors(path: Path) -> None:
+    """A safetensors file is an 8-byte header length, a JSON header, then the tensors the header places."""
+    with path.open("rb") as f:
+        size = path.stat().st_size
+        head = f.read(8)
+        if len(head) < 8 or (n := struct.unpack("<Q", head)[0]) > size - 8:
+            raise ValueError("header cut short")
+        header = json.loads(f.read(n))
+    ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
+    if 8 + n + max(ends, default=0) != size:
+        raise ValueError(f"holds {size} bytes, its header places {8 + n + max(ends, default=0)}")
+
+
+def _set_aside(ckpt: Path) -> Path:
+    """Rename `ckpt` out of the way (resume saves a new one under its name) and drop its `step-N` link."""
+    aside, n = ckpt.with_name(f"{ckpt.name}-unreadable"), 1
+    while aside.exists():
+        n += 1
+        aside = ckpt.with_name(f"{ckpt.name}-unreadable-{n}")
+    link = ckpt.with_name(ckpt.name.replace("checkpoint-", "step-"))
+    with contextlib.suppress(OSError):  # another rank did it first
+        ckpt.rename(aside)
+        if link.is_symlink() and os.readlink(link) == ckpt.name:
+            link.unlink()
+    return aside
 
 
 def restore(session: Session, model: Any, ckpt: Path, rank: int = 0) -> None:
@@ -206,8 +289,77 @@ def trim_logs(run_dir: Path, step: int, rank: int) -> None:
         path.write_text("".join(keep))
 
 
-def save_config(cfg: DictConfig, run_dir: Path) -> None:
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+CONFIG = "config.yaml"  # the configuration the run was started with; never overwritten
+# settings a resume may change without resume_allow_changes=true: where the run lives and how it is started,
+# how far it goes (max_steps), checkpoint cadence, reporting, where tools run and task items are cached, and
+# the OpenAI client's key / timeouts; none changes what a step computes (an entry ending in "." is a prefix)
+RESUME_MAY_CHANGE = ("resume", "output_dir", "resume_allow_changes", "max_steps", "save_every", "logging.",
+                     "sandbox.workers", "sandbox.url", "tasks.cache_dir", "openai.")
+
+
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested settings -> {"dapo.learning_rate": value, ...} (lists stay whole values)."""
+    if not isinstance(tree, dict) or not tree:
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def _configs(run_dir: Path) -> list[Path]:
+    """config.yaml, then config.resume-1.yaml, -2, ...: what the run was started and each time resumed with."""
+    resumed = sorted((int(m.group(1)), p) for p in run_dir.glob("config.resume-*.yaml")
+                     if (m := re.fullmatch(r"config\.resume-(\d+)\.yaml", p.name)))
+    return [p for p in [run_dir / CONFIG, *(p for _, p in resumed)] if p.is_file()]
+
+
+def config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
+    """A resume's settings that differ from the ones the run last ran with, `key: old -> new` each (values as
+    JSON; `(absent)` for a key one side lacks), RESUME_MAY_CHANGE left out. A run directory without a saved
+    config (none was written yet) has none."""
+    saved = _configs(run_dir)
+    if not saved:
+        return []
+    try:
+        old = _flat(OmegaConf.to_container(OmegaConf.load(saved[-1]), resolve=True))
+    except (OSError, YAMLError, OmegaConfBaseException) as e:
+        raise ConfigError(f"resume={run_dir}: {saved[-1]} is unreadable ({type(e).__name__}); restore it to "
+                          "compare this resume's settings with the run's") from None
+    new = _flat(OmegaConf.to_container(cfg, resolve=True))
+
+    absent = object()
+
+    def shown(flat: dict[str, Any], key: str) -> str:
+        return json.dumps(flat[key], default=str) if key in flat else "(absent)"
+
+    return [f"{k}: {shown(old, k)} -> {shown(new, k)}" for k in sorted(old.keys() | new.keys())
+            if old.get(k, absent) != new.get(k, absent)
+            and not any(k == m or (m.endswith(".") and k.startswith(m)) for m in RESUME_MAY_CHANGE)]
+
+
+def check_resume_config(cfg: DictConfig, run_dir: Path) -> list[str]:
+    """Refuse a resume whose settings differ from the run's (a silently changed learning rate or category list
+    would make one run of two), showing the diff above the error line, unless resume_allow_changes=true;
+    returns the accepted changes (for the caller to print). Reads files only: runs before any model loads."""
+    changes = config_changes(cfg, run_dir)
+    if changes and not cfg.resume_allow_changes:
+        raise ConfigError(f"resume={run_dir}: {len(changes)} setting(s) differ from the run's saved config "
+                          "(listed above); drop those overrides, or pass resume_allow_changes=true to resume "
+                          "with them", details=changes)
+    return changes
+
+
+def save_config(cfg: DictConfig, run_dir: Path, resumed_from: Path | None = None) -> Path:
+    """The first start writes config.yaml; each resume adds config.resume-N.yaml (naming its checkpoint) and
+    leaves the earlier ones as they are, so the run's history of settings stays readable."""
+    path = run_dir / CONFIG
+    note = ""
+    if path.exists():
+        path = run_dir / f"config.resume-{len(_configs(run_dir))}.yaml"
+        note = f"# resumed from {resumed_from.name if resumed_from else 'step 0 (no checkpoint)'}\n"
+    path.write_text(note + OmegaConf.to_yaml(cfg, resolve=True))
+    return path
 
 
 def rollout_settings(cfg: DictConfig, run_dir: Path) -> RolloutSettings:
