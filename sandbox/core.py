@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sandbox._forkserver import FrameError, dumps
+from sandbox.cancel import Cancel
 from sandbox.seccomp import build_bpf
 from sandbox.types import Limits, Result, framed_calls
 from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
@@ -143,26 +144,33 @@ class Sandbox:
         with self._lock:
             self._returned.notify_all()
 
-    def run(self, code: str, func_name: str, calls: list[Any], limits: Limits | None = None) -> list[Result]:
-        """One Result per argument object, in order. dict -> f(**kw), list -> f(*args), else f(arg)."""
+    def run(
+        self, code: str, func_name: str, calls: list[Any], limits: Limits | None = None, cancel: Cancel | None = None
+    ) -> list[Result]:
+        """One Result per argument object, in order. dict -> f(**kw), list -> f(*args), else f(arg).
+        `cancel` (sandbox.cancel.Cancel) lets another thread stop the run early."""
         if not isinstance(code, str) or not isinstance(func_name, str):
             raise TypeError("code and func_name must be strings")
         results, frames = framed_calls(code, func_name, list(calls))
         if not frames:
             return results
-        ran = iter(self._run_frames(code, func_name, frames, limits or Limits()))
+        ran = iter(self._run_frames(code, func_name, frames, limits or Limits(), cancel))
         return [r if r is not None else next(ran) for r in results]
 
-    def _run_frames(self, code: str, func_name: str, frames: list[bytes], limits: Limits) -> list[Result]:
+    def _run_frames(
+        self, code: str, func_name: str, frames: list[bytes], limits: Limits, cancel: Cancel | None
+    ) -> list[Result]:
         for attempt in range(2):
             try:
-                return self._with_worker(lambda w: w.run(code, func_name, frames, limits))
+                return self._with_worker(lambda w: w.run(code, func_name, frames, limits, cancel))
             except WorkerBroken as exc:
                 if attempt:
                     return [Result("error", None, f"sandbox worker failed: {exc}") for _ in frames]
         raise AssertionError("unreachable")
 
-    def run_script(self, code: str, stdin: str = "", limits: Limits | None = None) -> Result:
+    def run_script(
+        self, code: str, stdin: str = "", limits: Limits | None = None, cancel: Cancel | None = None
+    ) -> Result:
         """Run a whole program with `stdin`; Result.value is its exit code (SandboxFusion /run_code)."""
         try:
             dumps([code, stdin])
@@ -170,7 +178,7 @@ class Sandbox:
             return Result("error", None, f"the program or its stdin cannot travel as JSON: {exc}")
         limits = limits or Limits()
         try:
-            return self._with_worker(lambda w: w.run_script(code, stdin, limits))
+            return self._with_worker(lambda w: w.run_script(code, stdin, limits, cancel))
         except WorkerBroken as exc:
             return Result("error", None, f"sandbox worker failed: {exc}")
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox._forkserver import HEADER, UID_BLOCK, FrameError, loads, pack
+from sandbox.cancel import Cancel
 from sandbox.types import Limits, Result
 
 FORKSERVER = Path(__file__).with_name("_forkserver.py")
@@ -144,10 +145,14 @@ class _ToolProcess:
             self.poll.register(fd, select.POLLIN)
         self.open = {resp_r, out_r, err_r}
         self.resp = bytearray()
+        self.cancel: Cancel | None = None
 
-    def arm(self, limits: Limits) -> None:
+    def arm(self, limits: Limits, cancel: Cancel | None = None) -> None:
         """Bind this (pre-forked) tool process to one run's caps; a tool process serves one run only."""
         self.used = True
+        if cancel is not None:
+            self.cancel = cancel
+            self.poll.register(cancel.fileno(), select.POLLIN)
         self.out, self.err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
         self.resp_cap = limits.max_return_bytes + 65536
 
@@ -219,7 +224,7 @@ class _ToolProcess:
             self.poll.unregister(self.req_w)
 
     def recv(self, timeout_s: float) -> tuple[str, Any]:
-        """The next reply: ("frame", msg) | ("timeout", None) | ("died", None) | ("bad", why)."""
+        """The next reply: ("frame", msg) | ("timeout", None) | ("died", None) | ("bad", why) | ("cancelled", why)."""
         deadline = time.monotonic() + timeout_s
         while True:
             kind, msg = self._frame()
@@ -234,6 +239,9 @@ class _ToolProcess:
                 self._drain_output()
                 return "timeout", None
             for fd, event in self.poll.poll(max(1, int(remaining * 1000 + 1))):
+                if self.cancel is not None and fd == self.cancel.fileno():
+                    self._drain_output()
+                    return "cancelled", self.cancel.reason
                 if fd != self.req_w:
                     self._read(fd)
                 elif event & (select.POLLERR | select.POLLHUP):
@@ -329,11 +337,11 @@ class Worker:
             raise WorkerBroken(f"fork server could not recycle a tool: {reply.get('error')}")
         return reply
 
-    def _fresh_tool(self, limits: Limits, calls: int, load: dict) -> _ToolProcess:
+    def _fresh_tool(self, limits: Limits, calls: int, load: dict, cancel: Cancel | None) -> _ToolProcess:
         if self.tool is None or self.tool.used:
             self.recycle()
         tool = self.tool
-        tool.arm(limits)
+        tool.arm(limits, cancel)
         load["limits"] = {
             "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_seconds(calls), "nproc": limits.nproc,
             "fsize_mb": limits.fsize_mb, "nofile": limits.nofile,
@@ -363,15 +371,18 @@ class Worker:
             return Result("timeout", None, error, tool.out.take(), tool.err.take(), seconds)
         return Result("error", None, msg, tool.out.take(), tool.err.take(), seconds)
 
-    def run(self, code: str, func_name: str, calls: list[bytes], limits: Limits) -> list[Result]:
+    def run(
+        self, code: str, func_name: str, calls: list[bytes], limits: Limits, cancel: Cancel | None = None
+    ) -> list[Result]:
         """Load `code` once per tool process, call `func_name` once per call frame (already packed).
 
         A call that times out or kills its process ends that process; the remaining calls get a fresh one.
+        Once `cancel` is set, the call in flight is killed and the calls not yet answered get its reason.
         """
         results: list[Result] = []
-        while len(results) < len(calls):
+        while len(results) < len(calls) and (cancel is None or cancel.reason is None):
             load = {"kind": "func", "code": code, "func": func_name, "max_return_bytes": limits.max_return_bytes}
-            tool = self._fresh_tool(limits, len(calls) - len(results), load)
+            tool = self._fresh_tool(limits, len(calls) - len(results), load, cancel)
             t0 = time.monotonic()
             first = len(results)
             tool.send(pack(load))
@@ -384,16 +395,20 @@ class Worker:
                 res.error = f"loading the tool failed: {res.error}"
                 results += [res] + [Result(res.status, None, res.error) for _ in calls[len(results) + 1 :]]
                 break
-            while len(results) < len(calls):
+            while len(results) < len(calls) and (cancel is None or cancel.reason is None):
                 if len(results) > first:  # later calls go one at a time, so output is attributed per call
                     tool.send(calls[len(results)])
                 t0 = time.monotonic()
                 kind, msg = tool.recv(limits.timeout_s)
                 res = self._result(tool, kind, msg, time.monotonic() - t0)
                 results.append(res)
+                if cancel is not None:
+                    cancel.charge(res)
                 if kind != "frame":
                     self._explain(res, kind, "during the call")
                     break
+        if cancel is not None:
+            results += [Result("limit", None, cancel.reason) for _ in calls[len(results) :]]
         if self.tool.used:
             self.tool.close()
         return results
@@ -405,11 +420,13 @@ class Worker:
             res.status, res.error = self._death(reply, what)
         elif kind == "bad":
             res.status = "error"
+        elif kind == "cancelled":
+            res.status = "limit"
 
-    def run_script(self, code: str, stdin: str, limits: Limits) -> Result:
+    def run_script(self, code: str, stdin: str, limits: Limits, cancel: Cancel | None = None) -> Result:
         """Run a whole program (SandboxFusion /run_code); value is its exit code."""
         load = {"kind": "script", "code": code, "stdin": stdin}
-        tool = self._fresh_tool(limits, 1, load)
+        tool = self._fresh_tool(limits, 1, load, cancel)
         t0 = time.monotonic()
         tool.send(pack(load))
         kind, msg = tool.recv(limits.timeout_s)
