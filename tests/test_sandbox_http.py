@@ -1,5 +1,6 @@
 """The sandbox over HTTP: a real `python -m sandbox serve` on 127.0.0.1, the client, SandboxFusion's /run_code,
-and fuzzing with malformed bodies (every one answered 4xx with a reason; the server never dies)."""
+fuzzing with malformed bodies (every one answered 4xx with a reason; the server never dies), and the bounds
+on what one client can make the server do (output, limits, bodies, disconnects, idle connections)."""
 
 from __future__ import annotations
 
