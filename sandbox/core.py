@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sandbox._forkserver import FrameError, dumps
+from sandbox.cancel import Cancel
 from sandbox.seccomp import build_bpf
 from sandbox.types import Limits, Result, framed_calls
 from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
@@ -169,24 +170,29 @@ class Sandbox:
         with self._lock:
             self._returned.notify_all()
 
-    def run(self, code: str, func_name: str, calls: list[Any], limits: Limits | None = None) -> list[Result]:
-        """One Result per argument object, in order. dict -> f(**kw), list -> f(*args), else f(arg)."""
+    def run(
+        self, code: str, func_name: str, calls: list[Any], limits: Limits | None = None, cancel: Cancel | None = None
+    ) -> list[Result]:
+        """One Result per argument object, in order. dict -> f(**kw), list -> f(*args), else f(arg).
+        `cancel` (sandbox.cancel.Cancel) lets another thread stop the run early."""
         if not isinstance(code, str) or not isinstance(func_name, str):
             raise TypeError("code and func_name must be strings")
         results, frames = framed_calls(code, func_name, list(calls))
         if not frames:
             return results
-        ran = iter(self._run_frames(code, func_name, frames, limits or Limits()))
+        ran = iter(self._run_frames(code, func_name, frames, limits or Limits(), cancel))
         return [r if r is not None else next(ran) for r in results]
 
-    def _run_frames(self, code: str, func_name: str, frames: list[bytes], limits: Limits) -> list[Result]:
+    def _run_frames(
+        self, code: str, func_name: str, frames: list[bytes], limits: Limits, cancel: Cancel | None
+    ) -> list[Result]:
         """At most once: when a fork server fails, the calls that reached a tool process keep their results
         and only the calls that never did go to another worker."""
         done: list[Result] = []
         for _ in range(WORKER_ATTEMPTS):
             rest = frames[len(done) :]
             try:
-                return done + self._with_worker(lambda w, rest=rest: w.run(code, func_name, rest, limits))
+                return done + self._with_worker(lambda w, rest=rest: w.run(code, func_name, rest, limits, cancel))
             except WorkerBroken as exc:
                 done += exc.done
                 failure = exc
@@ -194,7 +200,9 @@ class Sandbox:
                     break
         return done + [Result("error", None, f"sandbox worker failed: {failure}") for _ in frames[len(done) :]]
 
-    def run_script(self, code: str, stdin: str = "", limits: Limits | None = None) -> Result:
+    def run_script(
+        self, code: str, stdin: str = "", limits: Limits | None = None, cancel: Cancel | None = None
+    ) -> Result:
         """Run a whole program with `stdin`; Result.value is its exit code (SandboxFusion /run_code)."""
         try:
             dumps([code, stdin])
@@ -203,7 +211,7 @@ class Sandbox:
         limits = limits or Limits()
         for _ in range(WORKER_ATTEMPTS):
             try:
-                return self._with_worker(lambda w: w.run_script(code, stdin, limits))
+                return self._with_worker(lambda w: w.run_script(code, stdin, limits, cancel))
             except WorkerBroken as exc:
                 if exc.done:  # the program may have started: at most once
                     return exc.done[0]

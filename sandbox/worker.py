@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox._forkserver import HEADER, UID_BLOCK, FrameError, loads, pack, uid_block_pids
+from sandbox.cancel import Cancel
 from sandbox.types import Limits, Result
 
 FORKSERVER = Path(__file__).with_name("_forkserver.py")
@@ -173,10 +174,14 @@ class _ToolProcess:
             self.poll.register(fd, select.POLLIN)
         self.open = {resp_r, out_r, err_r}
         self.resp = bytearray()
+        self.cancel: Cancel | None = None
 
-    def arm(self, limits: Limits) -> None:
+    def arm(self, limits: Limits, cancel: Cancel | None = None) -> None:
         """Bind this (pre-forked) tool process to one run's caps; a tool process serves one run only."""
         self.used = True
+        if cancel is not None:
+            self.cancel = cancel
+            self.poll.register(cancel.fileno(), select.POLLIN)
         self.out, self.err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
         self.resp_cap = limits.max_return_bytes + 65536
 
@@ -250,7 +255,7 @@ class _ToolProcess:
             self.poll.unregister(self.req_w)
 
     def recv(self, timeout_s: float) -> tuple[str, Any]:
-        """The next reply: ("frame", msg) | ("timeout", None) | ("died", None) | ("bad", why)."""
+        """The next reply: ("frame", msg) | ("timeout", None) | ("died", None) | ("bad", why) | ("cancelled", why)."""
         deadline = time.monotonic() + timeout_s
         while True:
             kind, msg = self._frame()
@@ -265,6 +270,9 @@ class _ToolProcess:
                 self._drain_output()
                 return "timeout", None
             for fd, event in self.poll.poll(max(1, int(remaining * 1000 + 1))):
+                if self.cancel is not None and fd == self.cancel.fileno():
+                    self._drain_output()
+                    return "cancelled", self.cancel.reason
                 if fd != self.req_w:
                     self._read(fd)
                 elif event & (select.POLLERR | select.POLLHUP):
@@ -376,24 +384,26 @@ class Worker:
             raise WorkerBroken(f"fork server could not recycle a tool: {reply.get('error')}")
         return reply
 
-    def _fresh_tool(self, limits: Limits, calls: int, load: dict) -> _ToolProcess:
+    def _fresh_tool(self, limits: Limits, calls: int, load: dict, cancel: Cancel | None) -> _ToolProcess:
         if self.tool is None or self.tool.used:
             self.recycle()
         tool = self.tool
-        tool.arm(limits)
+        tool.arm(limits, cancel)
         load["limits"] = {
             "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_seconds(calls), "nproc": limits.nproc,
             "fsize_mb": limits.fsize_mb, "nofile": limits.nofile,
         }  # fmt: skip
         return tool
 
-    def _start(self, limits: Limits, calls: int, load: dict, first: bytes | None) -> tuple[_ToolProcess, str, Any]:
+    def _start(
+        self, limits: Limits, calls: int, load: dict, first: bytes | None, cancel: Cancel | None = None
+    ) -> tuple[_ToolProcess, str, Any]:
         """Send the load frame (and the first call behind it) and read the load's reply. A pre-forked process
         that died before it read the whole load frame ran nothing of this run, so it is replaced and the run
         sent again, at most INNOCENT_RETRIES times: an idle process killed from outside never costs a run."""
         deaths = []
         while True:
-            tool = self._fresh_tool(limits, calls, load)
+            tool = self._fresh_tool(limits, calls, load, cancel)
             frame = pack(load)
             tool.send(frame)
             if first is not None:
@@ -430,20 +440,23 @@ class Worker:
             return Result("timeout", None, error, tool.out.take(), tool.err.take(), seconds)
         return Result("error", None, msg, tool.out.take(), tool.err.take(), seconds)
 
-    def run(self, code: str, func_name: str, calls: list[bytes], limits: Limits) -> list[Result]:
+    def run(
+        self, code: str, func_name: str, calls: list[bytes], limits: Limits, cancel: Cancel | None = None
+    ) -> list[Result]:
         """Load `code` once per tool process, call `func_name` once per call frame (already packed).
 
         A call that times out or kills its process ends that process; the remaining calls get a fresh one.
         Raises WorkerBroken when the fork server fails, with the results that are final (at most once: a call
-        that reached a tool process is never run again).
+        that reached a tool process is never run again). Once `cancel` is set, the call in flight is killed and
+        the calls not yet answered get its reason.
         """
         results: list[Result] = []
         try:
-            while len(results) < len(calls):
+            while len(results) < len(calls) and (cancel is None or cancel.reason is None):
                 load = {"kind": "func", "code": code, "func": func_name, "max_return_bytes": limits.max_return_bytes}
                 first = len(results)
                 t0 = time.monotonic()
-                tool, kind, msg = self._start(limits, len(calls) - first, load, calls[first])
+                tool, kind, msg = self._start(limits, len(calls) - first, load, calls[first], cancel)
                 if kind != "frame" or msg["status"] != "ok":
                     res = self._result(tool, kind, msg, time.monotonic() - t0)
                     try:
@@ -453,16 +466,20 @@ class Worker:
                         res.error = f"loading the tool failed: {res.error}"
                         results += [res] + [Result(res.status, None, res.error) for _ in calls[first + 1 :]]
                     break
-                while len(results) < len(calls):
+                while len(results) < len(calls) and (cancel is None or cancel.reason is None):
                     if len(results) > first:  # later calls go one at a time, so output is attributed per call
                         tool.send(calls[len(results)])
                     t0 = time.monotonic()
                     kind, msg = tool.recv(limits.timeout_s)
                     res = self._result(tool, kind, msg, time.monotonic() - t0)
                     results.append(res)
+                    if cancel is not None:
+                        cancel.charge(res)
                     if kind != "frame":
                         self._explain(res, kind, "during the call")
                         break
+            if cancel is not None:
+                results += [Result("limit", None, cancel.reason) for _ in calls[len(results) :]]
         except WorkerBroken as exc:
             exc.done = results
             raise
@@ -483,15 +500,17 @@ class Worker:
             res.status, res.error = self._death(reply, what)
         elif kind == "bad":
             res.status = "error"
+        elif kind == "cancelled":
+            res.status = "limit"
 
-    def run_script(self, code: str, stdin: str, limits: Limits) -> Result:
+    def run_script(self, code: str, stdin: str, limits: Limits, cancel: Cancel | None = None) -> Result:
         """Run a whole program (SandboxFusion /run_code); value is its exit code. WorkerBroken carries the
         result in `done` once the program may have started."""
         load = {"kind": "script", "code": code, "stdin": stdin}
         res = None
         try:
             t0 = time.monotonic()
-            tool, kind, msg = self._start(limits, 1, load, None)
+            tool, kind, msg = self._start(limits, 1, load, None, cancel)
             res = self._result(tool, kind, msg, time.monotonic() - t0)
             if kind != "frame":
                 self._explain(res, kind, "while running the program")

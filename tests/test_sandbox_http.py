@@ -1,13 +1,17 @@
 """The sandbox over HTTP: a real `python -m sandbox serve` on 127.0.0.1, the client, SandboxFusion's /run_code,
-and fuzzing with malformed bodies (every one answered 4xx with a reason; the server never dies)."""
+fuzzing with malformed bodies (every one answered 4xx with a reason; the server never dies), and the bounds
+on what one client can make the server do (output, limits, bodies, disconnects, idle connections)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import httpx
 import psutil
@@ -16,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandbox import Limits, RemoteSandbox, RemoteSandboxError
+from sandbox.server import BadRequest, Bounds, _limits
 
 
 def _free_port() -> int:
@@ -24,11 +29,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+def _serve(*flags: str):
+    """A real `python -m sandbox serve` on 127.0.0.1; yields (url, process) and checks a clean shutdown."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sandbox", "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
+        [sys.executable, "-m", "sandbox", "serve", "--host", "127.0.0.1", "--port", str(port), *flags],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -45,10 +50,27 @@ def server():
         time.sleep(0.1)
     yield url, proc
     workers = psutil.Process(proc.pid).children(recursive=True)
-    assert len(workers) >= 2
+    assert workers
     proc.terminate()
     assert proc.wait(timeout=30) in (0, -15)  # uvicorn re-raises SIGTERM after its graceful shutdown
     assert not [p for p in workers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield from _serve("--workers", "2")
+
+
+TIGHT_OUTPUT_MB, TIGHT_BODY_MB, TIGHT_IDLE_S, TIGHT_BODY_S = 12, 2, 0.5, 1.0
+
+
+@pytest.fixture(scope="module")
+def tight():
+    """One worker (one request admitted at a time) and small bounds, so each bound is quick to reach."""
+    yield from _serve(
+        "--workers", "1", "--max-request-output-mb", str(TIGHT_OUTPUT_MB), "--max-body-mb", str(TIGHT_BODY_MB),
+        "--idle-timeout-s", str(TIGHT_IDLE_S), "--body-timeout-s", str(TIGHT_BODY_S),
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +151,16 @@ def test_run_code_is_sandboxfusion_compatible(remote, http):
         ("/run_code", b'{"code": "1", "run_timeout": 0}', 400, "timeout_s"),
         ("/run_code", b'{"code": "1", "run_timeout": true}', 400, "wrong type"),
         ("/run_code", b'{"code": "1", "files": {"a.txt": "x"}}', 400, "not supported"),
+        # each of these was a 500: a body nested 100,000 deep, and a limit too large for a float
+        ("/run", b'{"code": "", "func_name": "f", "calls": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400, "nested"),
+        (
+            "/run",
+            b'{"code": "", "func_name": "f", "calls": [], "limits": {"memory_mb": 1' + b"0" * 400 + b"}}",
+            400,
+            "memory_mb is over this server's maximum",
+        ),
+        ("/run", b'{"code": "", "func_name": "f", "calls": [1e400]}', 400, "not valid JSON"),
+        ("/run", b'{"code": "", "func_name": "f", "calls": [' + b"9" * 5000 + b"]}", 400, "not valid JSON"),
     ],
 )
 def test_bad_requests_get_a_4xx_with_a_reason(http, path, body, status, reason):
@@ -204,3 +236,208 @@ def test_fuzz_json_objects_with_wrong_shapes(http, server, path, body):
     assert resp.status_code < 500, resp.text
     assert resp.status_code == 200 or resp.json()["error"]
     assert server[1].poll() is None
+
+
+# ---------------------------------------------------------------- bounds on what one client can make the server do
+
+
+def _connect(url: str, rcvbuf: int | None = None) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    if rcvbuf is not None:  # a small receive window: the server's replies back up in its own buffers
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(20)
+    sock.connect((host, int(port)))
+    return sock
+
+
+def _head(path: str, length: int) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: sandbox\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def _request(path: str, body: dict) -> bytes:
+    data = json.dumps(body).encode()
+    return _head(path, len(data)) + data
+
+
+def _read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends before it closes the connection (fails if it keeps it open 20 s)."""
+    data = b""
+    try:
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    except TimeoutError:
+        pytest.fail(f"the server kept the connection open; it sent {data[:200]!r}")
+    except ConnectionResetError:
+        pass
+    return data
+
+
+def _tool_processes(server_pid: int, name: str | None = None) -> list[psutil.Process]:
+    """The server's descendants running as a tool uid (sandbox.worker.UID_BASE and up), optionally by name."""
+    found = []
+    for p in psutil.Process(server_pid).children(recursive=True):
+        try:
+            if p.uids().real >= 1 << 30 and (name is None or p.name() == name):
+                found.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def _wait_for(predicate, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_requests_total_output_is_capped(tight):
+    """300 calls returning 1 MB each made the server hold 1.3 GiB; past the request's output cap the remaining
+    calls are not run (status "limit"), so what the server holds stays near the cap."""
+    url, proc = tight
+    code = "def f(i):\n    return 'x' * 999_000\n"
+    resp = httpx.post(f"{url}/run", json={"code": code, "func_name": "f", "calls": [{"i": i} for i in range(300)]})
+    results = resp.json()["results"]
+    cap = TIGHT_OUTPUT_MB << 20
+    answered = cap // len(json.dumps("x" * 999_000)) + 1  # the call that crosses the cap is kept
+    assert [r["status"] for r in results] == ["ok"] * answered + ["limit"] * (300 - answered)
+    assert "output cap" in results[-1]["error"]
+    assert len(resp.content) < cap + 2_000_000
+    status = Path(f"/proc/{proc.pid}/status").read_text()
+    peak_kib = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
+    assert peak_kib < 400 * 1024  # about 100 MiB measured; 1.2 GiB before the cap
+
+
+def test_limits_over_the_servers_maximum_are_a_400(http):
+    """The server's maximums (its /health) are the most a request may ask for; more is a 400 naming the limit,
+    never clamped (a silently tighter limit would change a tool's grade)."""
+    maxima = http.get("/health").json()["max_limits"]
+    code = "def f():\n    return 1\n"
+    at_max = http.post("/run", json={"code": code, "func_name": "f", "calls": [{}], "limits": maxima})
+    assert at_max.status_code == 200 and at_max.json()["results"][0]["value"] == 1
+    over = [("memory_mb", 10**400), ("nproc", 10**6), ("output_bytes", 10**12), ("cpu_s", 10**400),
+            ("timeout_s", maxima["timeout_s"] + 0.5), ("max_return_bytes", maxima["max_return_bytes"] + 1)]  # fmt: skip
+    for name, value in over:
+        resp = http.post("/run", json={"code": code, "func_name": "f", "calls": [{}], "limits": {name: value}})
+        assert resp.status_code == 400 and f"{name} is over this server's maximum" in resp.json()["error"]
+    for field, name in [("run_timeout", "timeout_s"), ("memory_limit_MB", "memory_mb")]:
+        resp = http.post("/run_code", json={"code": "print(1)", field: 10**400})
+        assert resp.status_code == 400 and f"{name} is over this server's maximum" in resp.json()["error"]
+
+
+def test_a_default_cpu_limit_counts_against_the_maximum():
+    """cpu_s left out is ceil(timeout_s) + 1 per call, and is held to --max-cpu-s like an explicit one."""
+    bounds = Bounds(max_limits=Limits(timeout_s=10, cpu_s=2))
+    assert _limits({"timeout_s": 1}, bounds).cpu_seconds(0) == 2
+    with pytest.raises(BadRequest, match="cpu_s"):
+        _limits({"timeout_s": 3}, bounds)
+
+
+def test_an_oversized_content_length_is_refused_before_the_body_is_sent(tight):
+    with _connect(tight[0]) as sock:
+        sock.sendall(_head("/run", 1 << 30))  # a GiB announced, not a byte of it sent
+        reply = _read_until_closed(sock)
+    assert reply.startswith(b"HTTP/1.1 413") and b"body must be at most" in reply
+
+
+def test_bodies_wait_unread_until_their_request_is_admitted(tight):
+    """24 bodies of 15 MiB were all buffered at once (433 MiB); a body is now read only once its request holds
+    one of the workers' admissions, so queued clients' bytes wait in the kernel, not in the server."""
+    url, proc = tight
+    sleeper = {"code": "import subprocess\ndef f():\n    subprocess.run(['sleep', '4'])\n", "func_name": "f",
+               "calls": [{}], "limits": {"timeout_s": 10}}  # fmt: skip
+    busy = threading.Thread(target=httpx.post, args=(f"{url}/run",), kwargs={"json": sleeper, "timeout": 30})
+    busy.start()
+    assert _wait_for(lambda: _tool_processes(proc.pid, "sleep"))  # the only worker is running the sleeper
+    rss_before = psutil.Process(proc.pid).memory_info().rss
+    size = (TIGHT_BODY_MB << 20) - 1
+    queued = []
+    for _ in range(16):  # 32 MiB offered in all
+        sock = _connect(url)
+        sock.sendall(_head("/run", size))
+        sock.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            sock.send(b"x" * size)
+        queued.append(sock)
+    time.sleep(0.5)  # time to read them, were they read
+    grown = psutil.Process(proc.pid).memory_info().rss - rss_before
+    still_busy = busy.is_alive()
+    for sock in queued:
+        if still_busy:  # not admitted, so not answered (the old server answered each at once: invalid JSON)
+            with pytest.raises(BlockingIOError):
+                sock.recv(1)
+        sock.close()
+    busy.join()
+    assert grown < 12 << 20, f"the server grew by {grown} bytes"
+
+
+@pytest.mark.parametrize("path", ["/run", "/run_code"])
+def test_a_client_that_disconnects_cancels_its_run(server, http, path):
+    """The run's processes are killed when its client goes away, long before the run's own timeout."""
+    url, proc = server
+    sleep = "import subprocess\nsubprocess.run(['sleep', '60'])\n"
+    if path == "/run":
+        body = {"code": "def f():\n    " + sleep.replace("\n", "\n    "), "func_name": "f", "calls": [{}, {}],
+                "limits": {"timeout_s": 60}}  # fmt: skip
+    else:
+        body = {"code": sleep, "run_timeout": 60}
+    with _connect(url) as sock:
+        sock.sendall(_request(path, body))
+        assert _wait_for(lambda: _tool_processes(proc.pid, "sleep"))
+    assert _wait_for(lambda: not _tool_processes(proc.pid, "sleep"), timeout_s=15)  # its timeout: 60 s
+    assert (
+        http.post("/run", json={"code": "def f():\n    return 2\n", "func_name": "f", "calls": [{}]}).json()["results"][
+            0
+        ]["value"]
+        == 2
+    )
+
+
+def test_idle_connections_are_closed(tight):
+    """A client that sends nothing, or a request head a byte at a time (slowloris), or nothing after its
+    response, is disconnected after the idle timeout (uvicorn alone never closed the first two)."""
+    url = tight[0]
+    with _connect(url) as silent:
+        assert _read_until_closed(silent) == b""
+    with _connect(url) as slow:
+        slow.sendall(b"POST /run HTTP/1.1\r\nHost: sandbox\r\nX-Pad: ")
+        slow.settimeout(0.05)
+
+        def closed() -> bool:
+            try:
+                slow.send(b"a")
+                return slow.recv(1) == b""
+            except TimeoutError:
+                return False
+            except (BrokenPipeError, ConnectionResetError):
+                return True
+
+        assert _wait_for(closed)
+    with _connect(url) as kept:
+        kept.sendall(b"GET /health HTTP/1.1\r\nHost: sandbox\r\n\r\n")
+        assert _read_until_closed(kept).startswith(b"HTTP/1.1 200")
+
+
+def test_a_body_that_stalls_gets_a_408(tight):
+    with _connect(tight[0]) as sock:
+        sock.sendall(_head("/run", 100) + b'{"code": ')
+        reply = _read_until_closed(sock)
+    assert reply.startswith(b"HTTP/1.1 408") and b"did not arrive within" in reply
+
+
+def test_a_client_that_stops_reading_its_response_is_dropped(tight):
+    """A response the client does not read would sit in the server's buffers for good (a slow-read attack);
+    with no progress for the idle timeout, the connection is aborted."""
+    url = tight[0]
+    code = "def f(i):\n    return 'x' * 999_000\n"
+    with _connect(url, rcvbuf=4096) as sock:
+        sock.sendall(_request("/run", {"code": code, "func_name": "f", "calls": [{"i": i} for i in range(20)]}))
+        tcp_state = lambda: sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]  # noqa: E731
+        assert _wait_for(lambda: tcp_state() != 1)  # 1: ESTABLISHED
+        assert len(_read_until_closed(sock)) < TIGHT_OUTPUT_MB << 20
+    assert httpx.get(f"{url}/health").status_code == 200
