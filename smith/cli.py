@@ -4,6 +4,7 @@ parses and checks arguments and dispatches (imports are lazy so `smith --help` i
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from smith.errors import ConfigError, guarded, writable_dir, writable_parent
@@ -79,9 +80,29 @@ def _report(a: argparse.Namespace) -> None:
     report_cli(a)
 
 
+def _listing(group: str) -> None:
+    from smith.config import describe
+
+    rows = describe(group)
+    width = max(len(name) for name, _ in rows)
+    for name, text in rows:
+        print(f"{name:<{width}}  {text}")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from smith import __version__
+
     p = argparse.ArgumentParser(prog="smith", description=__doc__)
+    p.add_argument("--version", action="version", version=f"smith {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+
+    # train / eval hand every word after them to Hydra (main() dispatches them before parsing)
+    sub.add_parser("train", help="train a policy: smith train recipe=tiny [key=value ...] (as train.py)")
+    sub.add_parser("eval", help="evaluate a model: smith eval suite=rg model=SPEC [key=value ...] (as eval.py)")
+    s = sub.add_parser("recipes", help="list the training recipes, one line each")
+    s.set_defaults(func=lambda a: _listing("recipe"))
+    s = sub.add_parser("suites", help="list the evaluation suites, one line each")
+    s.set_defaults(func=lambda a: _listing("suite"))
 
     s = sub.add_parser("tiny-model", help="build the tiny local Qwen3-architecture model (cached)")
     s.add_argument("dir")
@@ -125,6 +146,12 @@ def main(argv: list[str] | None = None) -> None:
     """Parse and dispatch behind the error boundary (smith.errors): each subcommand checks its arguments first
     and reports bad ones as ConfigError (one line, exit 2); any other exception is a bug in smith and keeps its
     traceback (exit 1), even a FileNotFoundError or ValueError; Ctrl-C exits 130."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["train"], ["eval"]):  # Hydra's words (--cfg job too), behind their own boundary
+        from smith.config import eval_main, train_main
+
+        (train_main if argv[0] == "train" else eval_main)(argv[1:])
+        return
     args = build_parser().parse_args(argv)
     guarded(lambda: args.func(args))
 

@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from smith.errors import ConfigError, guarded
 
-RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+RECIPES = Path(__file__).resolve().parent / "recipes"  # in a checkout a link to ../recipes; a wheel holds the files
 
 
 def options(group: str) -> list[str]:
@@ -87,16 +87,60 @@ def hydra_verbose(argv: list[str]) -> bool:
     return False
 
 
-def main_entry(config_name: str, groups: tuple[str, ...], run) -> None:  # noqa: ANN001
-    """Shared body of train.py and eval.py: compose, optionally print, run, all behind the error boundary
-    (smith.errors: bad input is one line and exit 2, Ctrl-C exit 130; tracebacks with `hydra.verbose=true`)."""
+def main_entry(config_name: str, groups: tuple[str, ...], run, argv: list[str] | None = None) -> None:  # noqa: ANN001
+    """Shared body of train.py and eval.py (and `smith train` / `smith eval`): compose, optionally print, run, all
+    behind the error boundary (smith.errors: bad input is one line and exit 2, Ctrl-C exit 130; tracebacks with
+    `hydra.verbose=true`)."""
+    argv = sys.argv[1:] if argv is None else argv
 
     def body() -> None:
-        show, overrides = parse_argv(sys.argv[1:])
+        show, overrides = parse_argv(argv)
         cfg = compose(config_name, overrides, groups)
         if show:
             print(OmegaConf.to_yaml(cfg, resolve=True))
             return
         run(cfg)
 
-    guarded(body, verbose=hydra_verbose(sys.argv[1:]))
+    guarded(body, verbose=hydra_verbose(argv))
+
+
+def train_main(argv: list[str] | None = None) -> None:
+    """`python train.py ...` and `smith train ...`."""
+
+    def run(cfg: DictConfig) -> None:
+        from smith.train import run
+
+        run(cfg)
+
+    main_entry("config", ("recipe",), run, argv)
+
+
+def eval_main(argv: list[str] | None = None) -> None:
+    """`python eval.py ...` and `smith eval ...`."""
+
+    def run(cfg: DictConfig) -> None:
+        from smith.evals import run
+
+        run(cfg)
+
+    main_entry("eval", ("suite",), run, argv)
+
+
+def describe(group: str) -> list[tuple[str, str]]:
+    """(name, first sentence of the header comment) of each config in a group: `smith recipes` / `smith suites`."""
+    import re
+
+    out = []
+    for name in options(group):
+        lines = (RECIPES / group / f"{name}.yaml").read_text().splitlines()
+        header = []
+        for line in lines:
+            if not line.startswith("#"):
+                break
+            text = line.lstrip("#").strip()
+            if "@package" in text or text.startswith(("python ", "smith ")):
+                continue
+            header.append(text)
+        first = re.split(r"(?<=\.)\s", " ".join(header), maxsplit=1)[0]
+        out.append((name, first if len(first) <= 110 else first[:109].rstrip() + "…"))
+    return out
