@@ -142,9 +142,10 @@ def _limits(raw: Any, bounds: Bounds) -> Limits:
     return limits
 
 
-def create_app(sandbox: Sandbox, bounds: Bounds | None = None) -> Starlette:
+def create_app(sandbox: Sandbox, bounds: Bounds | None = None, ready: str | None = None) -> Starlette:
     """A Starlette app over one shared Sandbox. A request is admitted (one of `sandbox.size`) before its body
-    is read, so at most that many bodies and result sets are held at once; runs go to threads."""
+    is read, so at most that many bodies and result sets are held at once; runs go to threads. `ready` is
+    printed once the app starts (the line a user or a script waits for)."""
     bounds = bounds or Bounds()
     admission = anyio.CapacityLimiter(sandbox.size)
     threads = anyio.CapacityLimiter(sandbox.size)
@@ -212,6 +213,8 @@ def create_app(sandbox: Sandbox, bounds: Bounds | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if ready:
+            print(ready, flush=True)
         yield
         await anyio.to_thread.run_sync(sandbox.close)
 
@@ -290,6 +293,7 @@ def serve(
     bounds = bounds or Bounds()
     sandbox = Sandbox(isolation=isolation, workers=workers)
     uvicorn.run(
-        create_app(sandbox, bounds), host=host, port=port, log_level="warning",
+        create_app(sandbox, bounds, f"sandbox: serving on http://{host}:{port} ({isolation}, {sandbox.size} workers)"),
+        host=host, port=port, log_level="warning",
         http=IdleTimeoutH11, timeout_keep_alive=bounds.idle_timeout_s,
     )  # fmt: skip

@@ -48,6 +48,7 @@ def _serve(*flags: str):
             proc.kill()
             pytest.fail(f"sandbox server did not start: {proc.stdout.read().decode()[-2000:]}")
         time.sleep(0.1)
+    assert proc.stdout.readline().decode().startswith(f"sandbox: serving on {url} (")  # the ready line comes first
     yield url, proc
     workers = psutil.Process(proc.pid).children(recursive=True)
     assert workers
