@@ -64,6 +64,24 @@ def test_a_timeout_mid_run_kills_that_call_and_the_rest_continue(sb):
     assert 0.5 <= results[1].seconds < 5
 
 
+def test_cancel_from_another_thread_ends_the_run_at_once(sb):
+    """sandbox.cancel.Cancel: the call in flight is killed (not left to its timeout), the rest are not run."""
+    import time
+
+    from sandbox.cancel import Cancel
+
+    code = "import time\ndef f(x):\n    time.sleep(x)\n    return x\n"
+    with Cancel() as cancel:
+        timer = threading.Timer(0.5, cancel.set, args=("client went away",))
+        timer.start()
+        t0 = time.monotonic()
+        results = sb.run(code, "f", [0, 30, 0], limits=Limits(timeout_s=60), cancel=cancel)
+        elapsed = time.monotonic() - t0
+    assert results[0].status == "ok" and [r.status for r in results[1:]] == ["limit", "limit"]
+    assert all("client went away" in r.error for r in results[1:]) and elapsed < 20
+    assert sb.run(code, "f", [0], limits=Limits(timeout_s=5))[0].value == 0  # the worker serves on
+
+
 def test_exceptions_are_reported_with_type_and_message(sb):
     [res] = sb.run("def tool():\n    raise ValueError('bad input 7')\n", "tool", [{}])
     assert res.status == "error" and res.error == "ValueError: bad input 7" and res.value is None
