@@ -184,10 +184,10 @@ def score_logs(root: Path, out: Path, world: str = "pickup") -> dict[str, Any]:
     """Score released-format logs with the same metric code; check the paper's findings. `world` says which
     game the logs are of (Deep Lomekwi rows have their own format and importer)."""
     is_deep = world == deep.WORLD
-    read_log = deep.read_log if is_deep else importer.read_log
+    convert = deep.import_row if is_deep else importer.import_row
     records, sources = [], {}
     for path in tqdm(importer.find_logs(root), desc="importing lomekwi logs", unit="log"):
-        recs, errors = read_log(path)
+        recs, errors = importer.read_log(path, convert)
         records += recs
         sources[str(path)] = {"episodes": len(recs), "failed_rows": errors,
                               "models": sorted({r["model"] for r in recs})}

@@ -47,7 +47,6 @@ released one, without pickup), the echoes and the rule switches are Lomekwi's (`
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import Counter
@@ -55,7 +54,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
 from math import comb, factorial
-from pathlib import Path
 from typing import Any, ClassVar
 
 from smith.evals.common import wilson
@@ -399,20 +397,6 @@ def import_row(row: dict[str, Any], source: str = "") -> dict[str, Any]:
         "usage": dict(row.get("usage") or {}), "elapsed_s": row.get("elapsed_s"), "source": source,
         "stop_reason": row["stopped_reason"], **facts,
     }
-
-
-def read_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
-    """Records of one released Deep Lomekwi episodes.jsonl and the number of failed (`error`) rows skipped."""
-    records, errors = [], 0
-    for line in Path(path).read_text().splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        if row.get("error"):
-            errors += 1
-            continue
-        records.append(import_row(row, str(path)))
-    return records, errors
 
 
 def export_row(record: dict[str, Any]) -> dict[str, Any]:

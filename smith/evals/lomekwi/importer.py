@@ -25,6 +25,7 @@ stopped. `derive_facts` reads them from the observations alone (no replay):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +106,11 @@ def _label_strings(labels: dict[str, Any]) -> list[str]:
     return [labels["door_base"], labels["key_base"], labels["machine"], *kinds]
 
 
-def read_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
-    """Records of one episodes.jsonl and the number of failed (`error`) rows skipped."""
+def read_log(path: str | Path, convert: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
+             ) -> tuple[list[dict[str, Any]], int]:
+    """Records of one episodes.jsonl and the number of failed (`error`) rows skipped; `convert` reads one row
+    (default: the Lomekwi world's `import_row`; the deep world passes its own)."""
+    convert = convert or import_row
     records, errors = [], 0
     for line in Path(path).read_text().splitlines():
         if not line.strip():
@@ -115,7 +119,7 @@ def read_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
         if row.get("error"):
             errors += 1
             continue
-        records.append(import_row(row, str(path)))
+        records.append(convert(row, str(path)))
     return records, errors
 
 
