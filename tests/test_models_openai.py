@@ -69,6 +69,13 @@ def test_openai_backend_against_served_tiny_model(tiny):
         assert wrong.meter.retries == 0  # a 4xx is not retried
         bad = httpx.post(url + "/chat/completions", json={"messages": [], "model": "tiny"})
         assert bad.status_code == 400 and "messages" in bad.json()["error"]["message"]
+        for body, field in (({"messages": convs[0], "temperature": -1}, "temperature"),
+                            ({"messages": convs[0], "max_tokens": "lots"}, "max_tokens"),
+                            ({"messages": "hi"}, "messages")):
+            bad = httpx.post(url + "/chat/completions", json=body)
+            assert bad.status_code == 400 and f"'{field}'" in bad.json()["error"]["message"], bad.text
+        bad = httpx.post(url + "/chat/completions", content=b"{not json")
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from smith.models.base import ChatBackend, Generation, SamplingParams, parse_tool_calls
 
 _TOOL_BLOCK = re.compile(r"\s*<tool_call>.*?(?:</tool_call>|$)", re.S)
@@ -74,11 +76,33 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _params(body: dict[str, Any], max_tokens: int) -> SamplingParams:
-    """OpenAI request fields -> SamplingParams; OpenAI's defaults (temperature 1, top_p 1)."""
-    limit = body.get("max_completion_tokens") or body.get("max_tokens") or max_tokens
-    return SamplingParams(max_new_tokens=int(limit), temperature=float(body.get("temperature", 1.0)),
-                          top_p=float(body.get("top_p", 1.0)), seed=body.get("seed"))
+class ChatRequest(BaseModel):
+    """The fields of OpenAI's chat.completions request this server reads (others are accepted and ignored);
+    OpenAI's defaults: temperature 1, top_p 1."""
+
+    model_config = ConfigDict(extra="allow")
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    model: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    stream: bool = False
+    n: int = 1
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    seed: int | None = None
+    logprobs: bool = False
+
+    def params(self, max_tokens: int) -> SamplingParams:
+        limit = self.max_completion_tokens or self.max_tokens or max_tokens
+        return SamplingParams(max_new_tokens=limit, temperature=self.temperature, top_p=self.top_p, seed=self.seed)
+
+
+def _invalid(e: ValidationError) -> str:
+    """pydantic's first complaint as one line: `'messages': List should have at least 1 item ...`."""
+    err = e.errors()[0]
+    where = ".".join(map(str, err["loc"])) or "body"
+    return f"'{where}': {err['msg']}"
 
 
 def build_app(backend: ChatBackend, name: str | None = None, max_tokens: int = 1024):  # noqa: ANN201
@@ -102,28 +126,21 @@ def build_app(backend: ChatBackend, name: str | None = None, max_tokens: int = 1
 
     async def chat_completions(request: Request) -> JSONResponse:
         try:
-            body = await request.json()
-        except json.JSONDecodeError:
-            return _error(400, "request body is not valid JSON")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
-            return _error(400, "'messages' must be a non-empty list")
-        if body.get("model") not in (None, model_id):
-            return _error(404, f"model {body.get('model')!r} is not served here; this server serves {model_id!r}",
+            body = ChatRequest.model_validate_json(await request.body())
+        except ValidationError as e:
+            return _error(400, _invalid(e))
+        if body.model not in (None, model_id):
+            return _error(404, f"model {body.model!r} is not served here; this server serves {model_id!r}",
                           "model_not_found")
-        if body.get("stream"):
+        if body.stream:
             return _error(400, "streaming is not supported by smith.models.serve; send stream=false")
-        if int(body.get("n") or 1) != 1:
+        if body.n != 1:
             return _error(400, "only n=1 is supported; send one request per sample")
         try:
-            params = _params(body, max_tokens)
-        except (TypeError, ValueError) as e:
-            return _error(400, f"bad sampling parameter: {e}")
-        try:
-            gen = await run_in_threadpool(generate, body["messages"], body.get("tools") or None, params)
+            gen = await run_in_threadpool(generate, body.messages, body.tools or None, body.params(max_tokens))
         except Exception as e:  # the backend's failure is the client's 500, never a dead server
             return _error(500, f"{type(e).__name__}: {e}", "server_error")
-        return JSONResponse(completion_body(gen, model_id, getattr(backend, "tokenizer", None),
-                                            bool(body.get("logprobs"))))
+        return JSONResponse(completion_body(gen, model_id, getattr(backend, "tokenizer", None), body.logprobs))
 
     return Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),
