@@ -76,7 +76,9 @@ def save_final(trainer: Any, tok: Any, run_dir: Path, cfg: DictConfig, base: str
     from smith.curves import read_metrics
     from smith.train.progress import summary
 
-    weights = trainer.accelerator.get_state_dict(trainer.model)
+    # under DeepSpeed, accelerate gathers through the engine (`model_wrapped`), not the bare PEFT model
+    weights = trainer.accelerator.get_state_dict(trainer.model_wrapped if trainer.is_deepspeed_enabled
+                                                 else trainer.model)
     if not trainer.accelerator.is_main_process:
         return
     model = trainer.accelerator.unwrap_model(trainer.model)
