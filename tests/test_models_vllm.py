@@ -56,7 +56,8 @@ def test_vllm_tiny_model_matches_hf(vllm_model_dir, lora_dir):
     from smith.models.vllm import VLLMBackend
 
     backend = VLLMBackend(vllm_model_dir, adapters={"policy": str(lora_dir)}, dtype="float32", enforce_eager=True,
-                          max_model_len=2048, seed=0)
+                          max_model_len=2048, seed=0,
+                          kv_cache_memory_bytes=2**30)  # on CPU: else a share of the machine's memory
     hf = HFBackend.from_pretrained(vllm_model_dir)
     params = SamplingParams(max_new_tokens=16, temperature=1.0, top_p=1.0, seed=1)
     gens = backend.chat(CONVS, [TOOLS, None], params)

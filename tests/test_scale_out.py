@@ -144,7 +144,7 @@ def test_eval_through_a_real_vllm_server_and_vllm_spec(vllm_server, vllm_model_d
                               ("vllm", f"model=vllm:{vllm_model_dir}",
                                ["+vllm.enforce_eager=true", "+vllm.max_model_len=4096", "+vllm.dtype=float32"])):
         proc = _ok(_run([sys.executable, "eval.py", *suite, spec, *extra, f"output_dir={tmp_path / name}"]))
-        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+        summary = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith('{"suite"')))  # vLLM logs too
         assert summary["suite"] == "rg" and Path(summary["output_dir"]) == tmp_path / name
         episodes = [json.loads(x) for x in (tmp_path / name / "episodes.jsonl").read_text().splitlines()]
         assert len(episodes) == 2, episodes  # limit=2 questions of one category, each answered by the model
