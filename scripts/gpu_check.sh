@@ -8,7 +8,7 @@
 #   scripts/gpu_check.sh --dry-run                       CPU, tiny dimensions (CI)
 #
 # The image needs torch, transformers, peft and accelerate. What smith's training path needs beyond them comes as
-# wheels and two sdists in DIR (under 20 MiB; built with `scripts/gpu_check.sh --download DIR` on a machine with PyPI for
+# wheels and four sdists in DIR (about 18 MB; built with `scripts/gpu_check.sh --download DIR` on a machine with PyPI for
 # CPython 3.12): they are installed with --no-deps into a private target, not into the image's Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
