@@ -1,0 +1,36 @@
+"""Legibility checks on matplotlib figures, shared by the suites' plot tests: text that leaves the canvas,
+lines that join points, and series that would draw on top of each other."""
+
+from __future__ import annotations
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+
+def texts_outside(fig: Figure) -> list[str]:
+    """Every visible, non-empty text artist (titles, labels, ticks, annotations, legends) whose drawn extent
+    leaves the figure; the figure is drawn first so layout engines have placed everything."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    out = []
+    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
+        if not text.get_visible() or not text.get_text().strip():
+            continue
+        ext = text.get_window_extent(renderer)
+        if ext.x0 < box.x0 - 1 or ext.y0 < box.y0 - 1 or ext.x1 > box.x1 + 1 or ext.y1 > box.y1 + 1:
+            out.append(text.get_text())
+    return out
+
+
+def joining_lines(ax: Axes) -> list[Line2D]:
+    """Lines drawn through two or more data points (not markers alone, not error-bar caps, not grid lines)."""
+    return [ln for ln in ax.get_lines() if ln.get_linestyle() not in ("None", "", " ") and len(ln.get_xdata()) > 1
+            and ln.get_visible()]
+
+
+def texts(ax: Axes) -> list[str]:
+    """Every text of one axes: annotations, tick labels, title, axis labels."""
+    return [t.get_text() for t in (*ax.texts, *ax.get_xticklabels(), *ax.get_yticklabels(), ax.title,
+                                   ax.xaxis.label, ax.yaxis.label)]
