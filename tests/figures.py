@@ -14,9 +14,16 @@ def texts_outside(fig: Figure) -> list[str]:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     box = fig.bbox
+    undrawn = set()  # tick labels of ticks beyond the view limits exist but are never drawn
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+                if not lo - 1e-9 * abs(hi - lo) <= tick.get_loc() <= hi + 1e-9 * abs(hi - lo):
+                    undrawn |= {id(tick.label1), id(tick.label2)}
     out = []
     for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
-        if not text.get_visible() or not text.get_text().strip():
+        if not text.get_visible() or not text.get_text().strip() or id(text) in undrawn:
             continue
         ext = text.get_window_extent(renderer)
         if ext.x0 < box.x0 - 1 or ext.y0 < box.y0 - 1 or ext.x1 > box.x1 + 1 or ext.y1 > box.y1 + 1:
