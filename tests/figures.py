@@ -6,11 +6,13 @@ from __future__ import annotations
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.transforms import Bbox
 
 
 def texts_outside(fig: Figure) -> list[str]:
     """Every visible, non-empty text artist (titles, labels, ticks, annotations, legends) whose drawn extent
-    leaves the figure; the figure is drawn first so layout engines have placed everything."""
+    leaves the figure, and every annotation that leaves its axes; the figure is drawn first so layout
+    engines have placed everything."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     box = fig.bbox
@@ -25,10 +27,16 @@ def texts_outside(fig: Figure) -> list[str]:
     for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
         if not text.get_visible() or not text.get_text().strip() or id(text) in undrawn:
             continue
-        ext = text.get_window_extent(renderer)
-        if ext.x0 < box.x0 - 1 or ext.y0 < box.y0 - 1 or ext.x1 > box.x1 + 1 or ext.y1 > box.y1 + 1:
+        if not _inside(text.get_window_extent(renderer), box):
             out.append(text.get_text())
+    for ax in fig.axes:  # a value label crossing its panel's frame is cut by, or runs into, the next panel
+        out += [t.get_text() for t in ax.texts if t.get_text().strip() and t.get_visible()
+                and not _inside(t.get_window_extent(renderer), ax.bbox)]
     return out
+
+
+def _inside(ext: Bbox, box: Bbox) -> bool:
+    return ext.x0 >= box.x0 - 1 and ext.y0 >= box.y0 - 1 and ext.x1 <= box.x1 + 1 and ext.y1 <= box.y1 + 1
 
 
 def joining_lines(ax: Axes) -> list[Line2D]:
