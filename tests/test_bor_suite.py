@@ -123,3 +123,24 @@ def test_bfcl_benchmark_from_the_installed_package_data():
     assert all(bench.documents[i].name for q in bench.queries for i in q.relevant)
     reg = bench.registry(100, seed=0)
     assert len(reg.documents) == 100 and reg.queries and all(q.relevant for q in reg.queries)
+
+
+def test_figure_legend_inside_the_canvas_n_in_titles_and_scorers_apart():
+    """One registry size makes the narrowest figure: its legend must still fit, each panel says how many queries
+    it rests on, and two scorers' fixed-K lines differ in style, not only in colour (they meet at K = N)."""
+    from smith.evals.bor import bor_figure
+
+    from .figures import texts_outside
+
+    rows = [{"benchmark": "smith", "N": 20, "scorer": s, "policy": p, "n": 22, "mean_depth": d, "bor": b,
+             "coverage": c}
+            for s in ("bm25", "random")
+            for p, d, b, c in (("fixed-1", 1, 3.9, 0.77), ("fixed-5", 5, 1.6, 0.77), ("fixed-20", 20, 0.0, 1.0),
+                               ("q-bor", 2.0, 3.0, 0.77), ("q-f1", 1.2, 3.7, 0.77))]
+    fig = bor_figure(rows, "smith")
+    assert texts_outside(fig) == []
+    assert fig.axes[0].get_title() == "smith, N=20, n=22 queries"
+    fixed = [ln for ln in fig.axes[0].get_lines() if ln.get_label().endswith("fixed-K")]
+    assert len(fixed) == 2 and fixed[0].get_linestyle() != fixed[1].get_linestyle()
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert {"1", "10"} <= set(ticks) and not any("$" in t for t in ticks)  # plain K, not 10^0, 10^1

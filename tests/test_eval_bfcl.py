@@ -102,6 +102,30 @@ def _check(s: dict) -> None:
     assert s["entries"] == 4 and s["mean_accuracy"] == 0.5
 
 
+def test_accuracy_figure_marks_zero_bars_shows_n_and_fits():
+    """Per category and per section: a bar per category run, n (entries) on each, a marker for a bar at 0
+    (a quick run is mostly zeros), "not scored" for a category without a score, every text in the canvas."""
+    from smith.evals.bfcl import sections
+    from smith.evals.bfcl.plots import figure
+
+    from .figures import texts, texts_outside
+
+    cats = {"simple_python": {"accuracy": 0.0, "correct_count": 0, "total_count": 2},
+            "irrelevance": {"accuracy": 1.0, "correct_count": 2, "total_count": 2},
+            "multi_turn_base": {"total_count": 0}}
+    fig = figure(cats, sections({"simple_python": 0.0, "irrelevance": 1.0}, {"simple_python": 2, "irrelevance": 2}),
+                 "BFCL v4: tiny")
+    by_cat, by_sec = fig.axes
+    assert [t.get_text() for t in by_cat.get_yticklabels()] == ["simple_python  n=2", "irrelevance  n=2",
+                                                                "multi_turn_base  n=0"]
+    assert [t.get_text() for t in by_sec.get_yticklabels()] == ["Non-Live AST  n=2", "Irrelevance  n=2"]
+    assert "not scored" in texts(by_cat) and "0%" in texts(by_cat) and "100%" in texts(by_sec)
+    for ax in (by_cat, by_sec):  # one visible marker on x = 0 for the zero bar
+        zero = [ln for ln in ax.get_lines() if ln.get_marker() == "|" and ln.get_markersize() >= 10]
+        assert len(zero) == 1 and list(zero[0].get_xdata()) == [0] and not zero[0].get_clip_on()
+    assert texts_outside(fig) == []
+
+
 @needs_bfcl
 def test_bfcl_two_categories_against_scripted_endpoint(tmp_path, tiny_model_dir):
     from smith.evals.bfcl import run
@@ -116,6 +140,7 @@ def test_bfcl_two_categories_against_scripted_endpoint(tmp_path, tiny_model_dir)
     disk = json.loads((out / "summary.json").read_text())
     assert disk["categories"] == summary["categories"]
     assert re.search(r"\| simple_python \| 50\.0 \| 1 \| 2 \|", (out / "results.md").read_text())
+    assert (out / "accuracy_by_category.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # bfcl-eval wrote under the output directory only
     assert list((out / "bfcl" / "score" / "smith-FC").rglob("BFCL_v4_simple_python_score.json"))
     assert list((out / "bfcl" / "result" / "smith-FC").rglob("BFCL_v4_irrelevance_result.json"))

@@ -191,3 +191,33 @@ def test_resume_skips_done_items(tmp_path, endpoint, cache_dir, tiny_model_dir):
     assert len(backend.calls) == before
     with pytest.raises(ValueError, match="other settings"):
         run(rg_cfg(out, spec, cache_dir, tiny_model_dir, "mode=build_use", "limit=3"))
+
+
+def test_group_plot_marks_zero_bars_and_shows_n():
+    """A bar at 0 has no height: it must still be drawn (a marker on the axis), and every bar says its n."""
+    from matplotlib.colors import to_hex
+
+    from smith.evals.rg.metrics import PAPER_GROUPS
+    from smith.evals.rg.plots import groups_figure
+
+    from .figures import texts, texts_outside
+
+    def summary(value: float) -> dict:
+        cell = {"value": value, "se": 0.0, "lo": value / 2, "hi": min(1.0, value * 1.5)}
+        return {"groups": {split: {g: dict(cell) for g, _ in PAPER_GROUPS} for split in ("seen", "unseen")},
+                "categories": {f"{g}-{split}-{i}": {"group": g, "split": split, "n": 2}
+                               for g, _ in PAPER_GROUPS for split in ("seen", "unseen") for i in range(3)}}
+
+    fig = groups_figure({"zero": summary(0.0), "tuned": summary(1.0)})
+    ax = fig.axes[0]
+    zero_bars = [p for p in ax.patches if p.get_height() == 0]
+    assert len(zero_bars) == 2 * len(PAPER_GROUPS)
+    markers = [ln for ln in ax.get_lines() if ln.get_marker() == "_" and ln.get_markersize() >= 6]
+    marked = {(round(float(x), 6), to_hex(ln.get_color())) for ln in markers for x in ln.get_xdata()}
+    for bar in zero_bars:  # every zero bar: a visible marker at its centre, in its colour, on y = 0
+        assert (round(bar.get_x() + bar.get_width() / 2, 6), to_hex(bar.get_facecolor(), keep_alpha=False)) in marked
+    assert all(list(ln.get_ydata()) == [0] * len(ln.get_xdata()) and not ln.get_clip_on() for ln in markers)
+    assert ax.get_ylim()[0] < 0  # the marker is not hidden under the axis line
+    assert texts(ax).count("n=6") == 4 * len(PAPER_GROUPS)  # 3 categories x 2 questions, per bar
+    assert all(p.get_linewidth() > 0 for p in ax.patches)
+    assert texts_outside(fig) == []

@@ -185,3 +185,37 @@ def test_unknown_rule_values_are_one_clear_error(tmp_path, override):
 
     with pytest.raises(ConfigError, match="known:"):
         check(cfg_for(tmp_path, "model=scripted:optimal", override))
+
+
+def test_plots_join_only_a_size_ordered_family_and_show_n(tmp_path):
+    from smith.evals.lomekwi import metrics, plots
+
+    from .figures import joining_lines, texts, texts_outside
+
+    def summary(n: int, hold: int, build: int, win: int) -> dict:
+        return metrics.decompose(metrics.Counts(n=n, hold=hold, build=build, hold_build=build, win=win,
+                                                win_build=win))
+
+    models = {"scripted:optimal": summary(12, 12, 12, 12), "scripted:grinder": summary(12, 12, 0, 0),
+              "scripted:random": summary(12, 6, 2, 1), "claude-sonnet-4-6": summary(9, 8, 5, 4),
+              "claude-haiku-4-5": summary(9, 7, 3, 1)}
+    for metric_list in (plots.DECOMPOSITION, plots.BUILD_RATE):
+        fig = plots.figure(models, metric_list, "t")
+        claude, scripted = fig.axes[:len(metric_list)], fig.axes[len(metric_list):]
+        assert len(fig.axes) == 2 * len(metric_list)  # one row per family, the scripted agents share one
+        for ax in scripted:  # unrelated agents: markers, never a line between them, each its own marker
+            assert joining_lines(ax) == [] and "model size" not in ax.get_xlabel()
+            assert len({ln.get_marker() for ln in ax.get_lines()} - {"_"}) == 3  # "_": error-bar caps
+        for ax in claude:  # a real family, ordered by size, is one line Haiku -> Sonnet
+            assert [len(ln.get_xdata()) for ln in joining_lines(ax)] == [2]
+            assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()] == ["Haiku", "Sonnet"]
+        for ax in fig.axes:
+            assert all("\nn=" in t.get_text() for t in ax.get_xticklabels())
+        if ("E", "Efficiency E") in metric_list:  # the grinder never builds: E has no episodes, and says so
+            assert "grinder\nn=0" in texts(scripted[metric_list.index(("E", "Efficiency E"))])
+        assert texts_outside(fig) == []
+    assert plots.plot_deep({m: {**s, **{k: s["R"] for k in ("R1", "R2")},
+                                **{f"{k}_ci": s["R_ci"] for k in ("R1", "R2")},
+                                "step_counts": {"R1": [s["counts"]["hold_build"], s["counts"]["hold"]],
+                                                "R2": [s["counts"]["hold_build"], s["counts"]["hold"]]}}
+                            for m, s in models.items()}, tmp_path / "deep.png").read_bytes()[:8] == PNG

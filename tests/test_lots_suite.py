@@ -98,3 +98,28 @@ def test_llm_agent_path_with_a_scripted_backend(tmp_path, tiny_model_dir):
     assert m["llm_router"]["tools_kept"] == 3.0 and m["llm_router"]["selection_prompt_tokens"] == 50
     assert m["llm_router"]["by_family"]["fx_settle"] == 1.0
     assert m["keep_all"]["prompt_tokens"] > 0  # counted with the scorer's tokenizer when the backend gives none
+
+
+def test_plots_keep_tied_series_apart_and_show_n():
+    """Small runs tie methods at one accuracy: each series needs its own marker and line style and a sideways
+    shift, or the last one drawn hides the rest."""
+    from smith.evals.lots import plots
+
+    from .figures import texts_outside
+
+    tie = {k: 1 / 3 for k in (1, 2, 4)}
+    figs = [plots.fixed_k_figure({m: dict(tie) for m in ("lots", "bm25", "dense", "random")}, 1.0, "n = 2 x 3"),
+            plots.stream_figure({f: {"accuracy": [0.0, 0.0]} for f in ("fx_settle", "table_total")}, "n = 2"),
+            plots.registry_figure({"15": {"keep_all": 0.5, "lots": 0.5}, "30": {"keep_all": 0.5, "lots": 0.5}},
+                                  "n = 2 x 3")]
+    for fig in figs:
+        ax = fig.axes[0]
+        series = [ln for ln in ax.get_lines() if ln.get_label() != "keep all"]
+        assert len({ln.get_marker() for ln in series}) == len(series)
+        assert len({ln.get_linestyle() for ln in series}) == len(series)
+        first = {tuple(ln.get_transform().transform((ln.get_xdata()[0], ln.get_ydata()[0])).round(3))
+                 for ln in series}
+        assert len(first) == len(series)  # tied points land on distinct pixels
+        assert "n = " in ax.get_title()
+        assert [t.get_text() for t in ax.get_xticklabels()] == [f"{x:g}" for x in series[0].get_xdata()]
+        assert texts_outside(fig) == []

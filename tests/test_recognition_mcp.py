@@ -451,3 +451,30 @@ def test_real_chat_template_and_the_tiny_model(tiny_model_dir):
     assert (silent["stopped_reason"], silent["turns"], silent["tool_calls"]) == ("noop", 4, [])
     assert silent["meter_total"] == silent["usage"]["input_tokens"] + silent["usage"]["output_tokens"]
     assert silent["usage"]["output_tokens"] <= 4 * 8 and silent["usage"]["input_tokens"] > 4 * 300
+
+
+def test_three_panel_keeps_tied_series_apart_labels_inside_and_n_in_legend():
+    """Two conditions with identical numbers (a scripted agent ignores the prior) must both be visible, their
+    shared values labelled once, and every label -- also of a point at the right edge -- inside the figure."""
+    from smith.evals.recognition_mcp.report import three_panel_figure
+
+    from .figures import texts, texts_outside
+
+    def stats(v: float, n: int) -> dict:
+        return {**{m: {"value": v, "se": 0.02} for m in ("manual_success", "oracle_discovery", "overall_success")},
+                "rollouts": n}
+
+    same = [(2.0, "2B", stats(0.5, 180)), (27.0, "27B", stats(0.84, 180))]
+    fig = three_panel_figure({"Qwen3.5 (baseline)": same, "Qwen3.5 (tool_prior)": list(same),
+                              "Qwen2.5 (baseline)": [(2.0, "2B", stats(1.0, 90)), (27.0, "27B", stats(0.1, 60))]},
+                             "Model size (B params)")
+    for ax in fig.axes[:3]:
+        data = [ln for ln in ax.get_lines() if ln.get_marker() not in ("_", "|", "None", "")]
+        assert len(data) == 3
+        assert len({ln.get_marker() for ln in data}) == 3 and len({ln.get_linestyle() for ln in data}) == 3
+        pixels = {tuple(ln.get_transform().transform((ln.get_xdata()[0], ln.get_ydata()[0])).round(3)) for ln in data}
+        assert len(pixels) == 3  # the tied series do not sit on each other
+        assert texts(ax).count("0.84") == 1 and texts(ax).count("1.00") == 1  # a tie is labelled once
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["Qwen3.5 (baseline), n=180", "Qwen3.5 (tool_prior), n=180", "Qwen2.5 (baseline), n=60-90"]
+    assert texts_outside(fig) == []

@@ -120,9 +120,12 @@ def summarize(scores: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(cfg: DictConfig) -> dict:
-    """Serve or reach the model, run bfcl-eval in its venv, write summary.json and results.md."""
+    """Serve or reach the model, run bfcl-eval in its venv, write summary.json, results.md and
+    accuracy_by_category.png."""
     from smith.evals.common import markdown_table, output_dir, write_json
     from smith.models import openai_target
+
+    from .plots import plot_accuracy
 
     s = cfg.suite
     cats = categories(list(s.categories or []))
@@ -158,6 +161,8 @@ def run(cfg: DictConfig) -> dict:
                "limit": cfg.get("limit"), **summarize(json.loads((root / "scores.json").read_text())),
                "config": OmegaConf.to_container(s, resolve=True)}
     write_json(out / "summary.json", summary)
+    plot_accuracy(summary["categories"], summary["sections"], f"BFCL v4: {summary['label']}",
+                  out / "accuracy_by_category.png")
     rows = [{"category": c, "accuracy": 100 * v["accuracy"] if "accuracy" in v else None,
              "correct": v.get("correct_count"), "total": v.get("total_count"),
              "in/out tokens": f"{v['input_tokens']:,.0f} / {v['output_tokens']:,.0f}"}

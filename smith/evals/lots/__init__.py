@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, check_pool, markdown_table, output_dir, write_json
-from smith.evals.lots import baselines, spaces, tgb
+from smith.evals.lots import baselines, plots, spaces, tgb
 from smith.evals.lots.scoring import LikelihoodScorer, loo_scores
 from smith.evals.lots.serving import Agent, ChatAgent, GoldAgent, Server, build_messages, menu_key
 
@@ -241,8 +241,18 @@ def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
         f"# LOTS on TGB: {cfg.model}\n\nAccuracy (%) macro-averaged over families (Table 1 style).\n\n"
         + markdown_table(rows, ["method", "accuracy", "tools kept", "prompt tokens"], ".1f")
         + "\n## Per family\n\n" + markdown_table(fam_rows, ["family", *methods, "K", "LOTS space"], ".1f"))
-    _plots(out, results, fixed, scaling, stream)
+    plots.write(out, results, fixed, scaling, stream, _plot_n(s, len(next(iter(data.values()))[1]), len(families)))
     return summary
+
+
+def _plot_n(s: DictConfig, n_eval: int, n_families: int) -> dict[str, str]:
+    """What each plotted point averages over, per figure, for its title."""
+    fam = f"{n_families} families"
+    scaled = min(int(s.scaling_eval), n_eval)
+    return {"fixed": f"n = {n_eval} evaluation requests x {fam} per point",
+            "stream": f"n = {min(int(s.stream.eval), n_eval)} evaluation requests per point",
+            "scaling": f"n = {scaled} evaluation requests x {fam} per point"
+                       + (f" ({n_eval} at 15 tools)" if scaled != n_eval else "")}
 
 
 def _fixed_k(lots: Lots, server: Server, data: dict, fits: dict, schemas: list, embed: Any,
@@ -341,43 +351,3 @@ def _pool(lots: Lots) -> dict[str, Any]:
                                       grade=lambda answer, item, cat=cat: score(cat, answer, item))
     write_json(lots.out / "pool.json", out)
     return out
-
-
-def _plots(out: Path, results: dict, fixed: dict, scaling: dict, stream: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if fixed:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        for m, curve in fixed.items():
-            ks = sorted(curve)
-            ax.plot(ks, [100 * curve[k] for k in ks], marker="o", label=m)
-        if "keep_all" in results:
-            ax.axhline(100 * results["keep_all"]["accuracy"], ls=":", c="k", label="keep all")
-        ax.set(xlabel="budget K (tools per family)", ylabel="accuracy (%)", title="TGB: accuracy vs K")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out / "accuracy_vs_k.png", dpi=120)
-        plt.close(fig)
-    if stream:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        for f, st in stream.items():
-            ax.plot(range(1, len(st["accuracy"]) + 1), [100 * a for a in st["accuracy"]], marker=".", label=f)
-        ax.set(xlabel="update (batch)", ylabel="accuracy (%)", title="TGB: space updates under a serving cap")
-        ax.legend(fontsize=6)
-        fig.tight_layout()
-        fig.savefig(out / "stream_updates.png", dpi=120)
-        plt.close(fig)
-    if scaling:
-        sizes = sorted(scaling)
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        ax.plot(sizes, [100 * scaling[n]["keep_all"] for n in sizes], marker="o", label="keep all")
-        ax.plot(sizes, [100 * scaling[n]["lots"] for n in sizes], marker="o", label="LOTS space")
-        ax.set_xscale("log", base=2)
-        ax.set(xlabel="registry size (tools)", ylabel="accuracy (%)", title="TGB: accuracy vs registry size")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out / "accuracy_vs_registry.png", dpi=120)
-        plt.close(fig)

@@ -12,15 +12,23 @@ import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from smith.evals.common import markdown_table, write_json
 
 from .scoring import METRICS, scored_rows, summarize
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Transform
+
 PANELS = {"manual_success": "Manual success", "oracle_discovery": "Oracle discovery",
           "overall_success": "Overall success"}
 _SIZE = re.compile(r"^(.*?)[-_:]?(\d+(?:\.\d+)?)[bB]$")
 _TUNE = re.compile(r"[-_](?:instruct|chat|it)$", re.I)
+MARKERS = "osD^vP*X"
+LINESTYLES = ("-", "--", "-.", ":")
 
 
 def family_and_size(model: str) -> tuple[str, float | None]:
@@ -73,34 +81,74 @@ def _tick_labels(ticks: dict[float, str]) -> tuple[list[float], list[str]]:
     return xs, labels
 
 
-def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, path: Path) -> None:
-    """One line per series over x, one panel per metric, +-1 SE error bars and value labels."""
+def _shift(ax: Axes, i: int, k: int) -> Transform:
+    """Series i of k moved (i - (k-1)/2) * 5 points sideways: tied series stay side by side."""
+    from matplotlib.transforms import offset_copy
+
+    return offset_copy(ax.transData, fig=ax.figure, x=5 * (i - (k - 1) / 2), units="points")
+
+
+def _n(points: list[tuple[float, str, dict]]) -> str:
+    ns = sorted({p[2]["rollouts"] for p in points})
+    return f"n={ns[0]}" if len(ns) == 1 else f"n={ns[0]}-{ns[-1]}"
+
+
+def three_panel_figure(series: dict[str, list[tuple[float, str, dict]]], xlabel: str) -> Figure:
+    """One line per series over x, one panel per metric, +-1 SE error bars and value labels. Series that tie
+    keep apart (own marker, line style and a sideways shift) and share one label; labels sit above their
+    points, stacked when close, inside the axes; the legend says n, rollouts per point."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), constrained_layout=True, sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.8), layout="constrained", sharey=True)
     ticks: dict[float, str] = {}
-    for label, points in series.items():
+    labels: dict[tuple[int, float], dict[str, list[tuple[int, float]]]] = defaultdict(dict)  # -> text -> (i, top)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, points) in enumerate(series.items()):
         points = sorted(points, key=lambda p: p[0])
         xs = [p[0] for p in points]
         ticks.update({p[0]: p[1] for p in points})
-        for ax, metric in zip(axes, METRICS, strict=True):
-            ys = [p[2][metric]["value"] for p in points]
-            es = [p[2][metric]["se"] for p in points]
-            ax.errorbar(xs, ys, yerr=es, fmt="o-", capsize=3, linewidth=1.6, markersize=4, label=label)
-            for x, y in zip(xs, ys, strict=True):
-                ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(5, 4), ha="left", fontsize=7)
+        for j, (ax, metric) in enumerate(zip(axes, METRICS, strict=True)):
+            ys, es = [p[2][metric]["value"] for p in points], [p[2][metric]["se"] for p in points]
+            bars = ax.errorbar(xs, ys, yerr=es, capsize=3, linewidth=1.6, marker=MARKERS[i % len(MARKERS)],
+                               ls=LINESTYLES[i % len(LINESTYLES)], markersize=5, mfc="none", mew=1.5,
+                               color=colors[i % len(colors)], label=f"{label}, {_n(points)}")
+            for artist in bars.get_children():  # after autoscaling, which an offset transform would throw off
+                artist.set_transform(_shift(ax, i, len(series)))
+            for x, y, e in zip(xs, ys, es, strict=True):
+                labels[(j, x)].setdefault(f"{y:.2f}", []).append((i, y + e))
+    for (j, x), by_text in labels.items():
+        below = None
+        for text, members in sorted(by_text.items(), key=lambda kv: float(kv[0])):
+            top = max(t for _, t in members)  # above the error bar, not on it
+            up = 3 if below is None or top - below[0] > 0.08 else below[1] + 9  # stack labels that would collide
+            below = (top, up)
+            first = members[0][0]
+            one = len(members) == 1
+            axes[j].annotate(text, (x, top), textcoords="offset points", ha="center", va="bottom", fontsize=7,
+                             xytext=(5 * (first - (len(series) - 1) / 2) if one else 0, up),
+                             color=colors[first % len(colors)] if one else "0.2")
     for ax, metric in zip(axes, METRICS, strict=True):
         ax.set_title(PANELS[metric], fontweight="bold")
         ax.set_xlabel(xlabel)
         ax.set_xticks(*_tick_labels(ticks), rotation=60, ha="right", fontsize=7)
-        ax.set_ylim(-0.05, 1.1)
+        ax.set_ylim(-0.08, 1.2)  # room for a label above a point at 1
+        ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
         ax.margins(x=0.1)
         ax.grid(alpha=0.25)
     axes[0].set_ylabel("Probability")
-    axes[-1].legend(fontsize=7, loc="best")
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="outside lower center",
+               ncols=min(3, max(1, len(series))))
+    return fig
+
+
+def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, path: Path) -> None:
+    """three_panel_figure written to `path`."""
+    import matplotlib.pyplot as plt
+
+    fig = three_panel_figure(series, xlabel)
     fig.savefig(path, dpi=150)
     plt.close(fig)
 
