@@ -98,3 +98,20 @@ def test_train_py_refuses_missing_traces_in_one_line(tmp_path):
                         f"output_dir={tmp_path / 'run'}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "distill.traces=" in p.stderr and "no such file" in p.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_bad_traces_fail_in_one_line(tiny_model_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from smith.errors import ConfigError
+    from smith.train.distill import read_traces, rows_of
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"messages": []}\n[1, 2]\n')
+    with pytest.raises(ConfigError, match="line 2 is not a JSON object"):
+        read_traces(str(bad))
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    with pytest.raises(ConfigError, match=r"trace 1 is not a distill\.format=latm trace"):
+        rows_of([{"kind": "teacher"}], "latm", tok, 100)
+    with pytest.raises(ConfigError, match=r"trace 1 is not a distill\.format=retool trace"):
+        rows_of([{"messages": [{"role": "user", "content": "q"}]}], "retool", tok, 100)

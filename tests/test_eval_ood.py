@@ -143,7 +143,8 @@ def test_cot_on_tiny_model_logs_every_question(tmp_path, tiny_model_dir):
     from smith.evals import gqa
 
     out = tmp_path / "cot"
-    s = gqa.run(cfg_for("gqa", out, "tiny", tiny_model_dir, "limit=1", "suite.cot_max_new_tokens=8"))
+    s = gqa.run(cfg_for("gqa", out, "tiny", tiny_model_dir, "limit=1", "suite.cot_max_new_tokens=8",
+                        f"suite.scenes=[{FIX}/gqa_sceneGraphs.json]"))  # the list form
     assert s["mode"] == "cot" and s["n_questions"] == 3 and s["tokens"]["all"]["input"] > 100
     assert json.loads((out / "run.json").read_text())["data"] == str(FIX / "gqa_test_questions.json")
 

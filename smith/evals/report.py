@@ -2,8 +2,9 @@
 
 Every number comes from a file a run wrote: `summary.json` of eval suites (rg rows follow the SMITH paper's
 main table: Seen Avg, unseen Logic / Game / Algebra / Arith / Algo, Avg, I/O tokens, methods in the paper's
-order; tabmwp / gqa runs its out-of-domain table; bfcl rows BFCL's sections) and a training run's `metrics.jsonl` (reward axes per step, pool size per category) with the
-`tool_pool.json` of its checkpoints. A directory may hold many runs; it is searched recursively.
+order; tabmwp / gqa runs its out-of-domain table; bfcl rows BFCL's sections) and a training run's
+`metrics.jsonl` (reward axes per step, pool size per category) with the `tool_pool.json` of its checkpoints.
+A directory may hold many runs; it is searched recursively.
 """
 
 from __future__ import annotations
