@@ -10,6 +10,9 @@ category the pool lacks. `suite.writer=SPEC` makes writer and user different mod
 `latm`, `craft`, `trove`, `ktce` are the paper's inference-time tool-making baselines (rg.baselines: one module
 per method; they keep what they build in D/toolsets.jsonl and add a `baseline` block to the summary).
 
+The questions come from an item source (rg.sources): reasoning-gym's catalog here; the out-of-domain suites
+(smith.evals.tabmwp, smith.evals.gqa) run this same runner on their benchmark files.
+
 Writes D/run.json (what was run), D/tools.jsonl (one tool per category), D/episodes.jsonl (one row per
 question; a rerun into the same D skips the questions already there), D/summary.json, D/results.md and
 D/accuracy_by_group.png.
