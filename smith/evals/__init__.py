@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from smith.errors import ConfigError
 
-SUITES = ("rg", "lomekwi", "recognition_mcp", "lots", "bor", "bfcl")
+SUITES = ("rg", "tabmwp", "gqa", "lomekwi", "recognition_mcp", "lots", "bor", "bfcl")
 
 
 def run(cfg: DictConfig) -> dict:

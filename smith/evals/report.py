@@ -1,9 +1,10 @@
 """`smith report DIRS... --out D`: one Markdown + HTML page of paper-style tables and plots, from logs on disk.
 
 Every number comes from a file a run wrote: `summary.json` of eval suites (rg rows follow the SMITH paper's
-main table: Seen Avg, unseen Logic / Game / Algebra / Arith / Algo, Avg, I/O tokens; bfcl rows BFCL's
-sections) and a training run's `metrics.jsonl` (reward axes per step, pool size per category) with the
-`tool_pool.json` of its checkpoints. A directory may hold many runs; it is searched recursively.
+main table: Seen Avg, unseen Logic / Game / Algebra / Arith / Algo, Avg, I/O tokens, methods in the paper's
+order; tabmwp / gqa runs its out-of-domain table; bfcl rows BFCL's sections) and a training run's
+`metrics.jsonl` (reward axes per step, pool size per category) with the `tool_pool.json` of its checkpoints.
+A directory may hold many runs; it is searched recursively.
 """
 
 from __future__ import annotations
@@ -125,6 +126,59 @@ def _pct(v: Any) -> float | None:
     return None if v is None else 100.0 * float(v)
 
 
+METHOD_ORDER = ("cot", "latm", "craft", "trove", "ktce")  # the paper's row order; SMITH's own modes come last
+OOD_SUITES = (("tabmwp", "TabMWP-Hard"), ("gqa", "GQA"))  # the paper's out-of-domain table, in its order
+
+
+def by_method(runs: list[tuple[str, Path, dict[str, Any]]]) -> list[tuple[str, Path, dict[str, Any]]]:
+    """Runs in the paper's method order: Standard CoT, the inference-time baselines, then the rest (SMITH's
+    build_use / pool runs, distilled adapters), each kind in argument order."""
+    def rank(run: tuple[str, Path, dict[str, Any]]) -> int:
+        mode = run[2].get("mode")
+        return METHOD_ORDER.index(mode) if mode in METHOD_ORDER else len(METHOD_ORDER)
+
+    return sorted(runs, key=rank)
+
+
+def ood_table(evals: list[tuple[Path, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The paper's OOD table: a row per benchmark (TabMWP-Hard, GQA), a column per method -- the runs' labels
+    (`suite.label`), so runs of one method on both suites share a column -- holding accuracy over all
+    questions, percent ± bootstrap standard error."""
+    from smith.evals.rg.sources import ood_row
+
+    cells: dict[str, dict[str, Any]] = {}
+    order: list[tuple[str, Path, dict[str, Any]]] = []
+    for suite, task in OOD_SUITES:
+        runs = [(d, s) for d, s in evals if s["suite"] == suite]
+        for label, (d, s) in zip(_labels(runs), runs, strict=True):
+            cells.setdefault(task, {})[label] = ood_row(s)["Accuracy"]
+            order.append((label, d, s))
+    methods = list(dict.fromkeys(label for label, _, _ in by_method(order)))
+    rows = [{"Task": task, **cells[task]} for _, task in OOD_SUITES if task in cells]
+    return rows, ["Task", *methods]
+
+
+def table_png(rows: list[dict[str, Any]], columns: list[str], title: str, path: Path) -> Path:
+    """A Markdown table as a figure (the paper's tables as images for slides and notebooks)."""
+    plt = _plt()
+    text = [["" if r.get(c) is None else str(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(columns)]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.085 * sum(widths) + 0.3 * len(columns)), 0.6 + 0.32 * (len(rows) + 1)))
+    ax.axis("off")
+    table = ax.table(cellText=text, colLabels=columns, loc="center", cellLoc="center",
+                     colWidths=[w / sum(widths) for w in widths])
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    for (row, _), cell in table.get_celld().items():
+        if row == 0:
+            cell.set_text_props(weight="bold")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
     """Write out/report.md, out/report.html and the PNGs; returns the Markdown path."""
     from smith.evals.rg.metrics import PAPER_COLUMNS, PAPER_GROUPS, paper_row
@@ -136,12 +190,17 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
     labels = dict(zip([str(d) for d, _ in found.evals], _labels(found.evals), strict=True))
     md = ["# smith report", "", "Every number below is read from the logs of the directories listed at the end.", ""]
 
-    rg = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] == "rg"]
+    rg = by_method([(labels[str(d)], d, s) for d, s in found.evals if s["suite"] == "rg"])
     if rg:
         md += ["## Reasoning-gym (SMITH paper, main table)", ""]
-        md.append(markdown_table([{"Method": lab, **paper_row(s)} for lab, _, s in rg], ["Method", *PAPER_COLUMNS]))
+        main = [{"Method": lab, **paper_row(s)} for lab, _, s in rg]
+        md.append(markdown_table(main, ["Method", *PAPER_COLUMNS]))
         md += ["", "Percent, ± bootstrap standard error. Seen Avg and Avg (unseen) average the groups; a group "
-               "averages its categories. I/O tokens: mean input / output tokens per question.", ""]
+               "averages its categories. I/O tokens: mean input / output tokens per question. Rows in the "
+               "paper's order: CoT, the inference-time baselines, then the other runs.", ""]
+        png = table_png(main, ["Method", *PAPER_COLUMNS], "Reasoning-gym: seen and unseen accuracy",
+                        out / "main_table.png")
+        md += [f"![main table]({png.name})", ""]
         detail = []
         for lab, _, s in rg:
             row: dict[str, Any] = {"Method": lab, "mode": s.get("mode"), "questions": s.get("n_questions")}
@@ -154,6 +213,14 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
         md += ["### Per split and group", "", markdown_table(detail, cols, floatfmt=".1f"), ""]
         png = plot_groups({lab: s for lab, _, s in rg}, out / "accuracy_by_group.png")
         md += [f"![accuracy per group]({png.name})", ""]
+
+    ood_rows, ood_cols = ood_table(found.evals)
+    if ood_rows:
+        md += ["## Out-of-domain generalization (SMITH paper)", "", markdown_table(ood_rows, ood_cols), "",
+               "Accuracy over all questions, percent ± bootstrap standard error; a column per run label "
+               "(`suite.label`), so one method's TabMWP-Hard and GQA runs share a column.", ""]
+        png = table_png(ood_rows, ood_cols, "Out-of-domain accuracy", out / "ood_table.png")
+        md += [f"![OOD table]({png.name})", ""]
 
     bfcl = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] == "bfcl"]
     if bfcl:
@@ -170,7 +237,8 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
                "Percent. Sections follow BFCL's aggregation over the categories that were run; Mean averages "
                "those categories.", ""]
 
-    others = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] not in ("rg", "bfcl")]
+    shown = ("rg", "bfcl", *(suite for suite, _ in OOD_SUITES))
+    others = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] not in shown]
     if others:
         md += ["## Other suites", "", markdown_table(
             [{"suite": s["suite"], "run": lab, "results": f"{d}/results.md"} for lab, d, s in others],

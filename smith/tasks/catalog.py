@@ -47,6 +47,13 @@ class Category:
             raise ValueError(f"band {band!r} unknown; use one of {BANDS}")
         return dict(self.easy if band == "easy" else self.hard)
 
+    def score(self, answer: Any, item: Any) -> float:
+        """Full marks (1.0) or 0.0 under the dataset's guarded scorer; evaluation suites score any item source's
+        categories through this one method (smith.evals.rg.sources)."""
+        from smith.tasks.scoring import score
+
+        return score(self, answer, item)
+
     def answer_allowed(self, answer: str) -> bool:
         """Answers this category's scorer may see: its scorer evaluates the text (sympy), so an answer
         outside the expected alphabet is rejected before it reaches an `eval`."""

@@ -39,6 +39,11 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
 
 
 def run(cfg: DictConfig) -> Path:
+    """SMITH training, or a distillation baseline when the recipe has a `distill` section (smith.train.distill)."""
+    if cfg.get("distill") is not None:
+        from smith.train.distill import distill
+
+        return distill(cfg, resolve_run_dir(cfg))
     from smith.train.run import train
 
     return train(cfg, resolve_run_dir(cfg))

@@ -10,6 +10,9 @@ category the pool lacks. `suite.writer=SPEC` makes writer and user different mod
 `latm`, `craft`, `trove`, `ktce` are the paper's inference-time tool-making baselines (rg.baselines: one module
 per method; they keep what they build in D/toolsets.jsonl and add a `baseline` block to the summary).
 
+The questions come from an item source (rg.sources): reasoning-gym's catalog here; the out-of-domain suites
+(smith.evals.tabmwp, smith.evals.gqa) run this same runner on their benchmark files.
+
 Writes D/run.json (what was run), D/tools.jsonl (one tool per category), D/episodes.jsonl (one row per
 question; a rerun into the same D skips the questions already there), D/summary.json, D/results.md and
 D/accuracy_by_group.png.
@@ -26,7 +29,8 @@ from omegaconf import DictConfig, OmegaConf
 from smith.errors import ConfigError
 
 from .baselines import METHODS, SINGLE_MODEL
-from .metrics import PAPER_COLUMNS, accuracy_table, paper_row
+from .metrics import accuracy_table
+from .sources import ItemSource, ReasoningGym
 
 BASELINES = tuple(METHODS)  # inference-time tool makers (rg.baselines), one module each
 MODES = ("cot", "build_use", "pool", *BASELINES)
@@ -40,27 +44,26 @@ def _identity(cfg: DictConfig) -> dict[str, Any]:
              "pool": str(s.pool) if cfg.mode == "pool" else None, "seed": int(s.seed), "band": str(s.band),
              "n_examples": int(s.n_examples), "n_distractors": int(s.n_distractors),
              "max_turns": 1 if cot else int(s.max_turns)}
+    for key in ("data", "train_data", "scenes"):  # an OOD suite's files (smith.evals.tabmwp, smith.evals.gqa)
+        if key in s:
+            ident[key] = OmegaConf.to_container(s[key]) if OmegaConf.is_list(s[key]) else s[key]
     if cfg.mode in BASELINES:  # the method's options and budgets are part of what was run
         ident["baseline"] = OmegaConf.to_container(s.baselines[cfg.mode], resolve=True)
     return ident
 
 
-def check(cfg: DictConfig) -> list[tuple[str, str]]:
-    """rg's own settings, before anything loads; returns the model SPECs the run loads."""
+def check(cfg: DictConfig, source: ItemSource | None = None) -> list[tuple[str, str]]:
+    """rg's own settings (and those of `source`, default reasoning-gym), before anything loads; returns the
+    model SPECs the run loads."""
     from smith.evals.common import check_pool
-    from smith.tasks import load_catalog
 
     s = cfg.suite
     if cfg.mode not in MODES:
         raise ConfigError(f"mode={cfg.mode} is not one of {', '.join(MODES)}")
-    if int(s.seed) == int(s.train_seed):
-        raise ConfigError(f"suite.seed={s.seed} equals the training seed suite.train_seed; held-out items need "
-                          "another seed")
     if str(cfg.model).startswith("scripted:"):
-        raise ConfigError(f"suite rg has no scripted agents ({cfg.model}); give a model SPEC: tiny | DIR | "
+        raise ConfigError(f"suite {s.name} has no scripted agents ({cfg.model}); give a model SPEC: tiny | DIR | "
                           "vllm:<path> | openai:<base_url>#<model>")
-    if s.get("categories"):
-        load_catalog().check_names(s.categories, "suite.categories")
+    (source or ReasoningGym(cfg)).check(cfg)
     if cfg.mode == "pool":
         if not s.pool:
             raise ConfigError("mode=pool needs suite.pool=PATH (a run directory, checkpoint directory or pool file)")
@@ -83,7 +86,7 @@ def _resume_check(out: Path, identity: dict[str, Any]) -> None:
         old = json.loads(path.read_text())
         diff = {k: (old.get(k), v) for k, v in identity.items() if old.get(k) != v}
         if diff:
-            raise ConfigError(f"{out} holds an rg run with other settings {diff}; use another output_dir")
+            raise ConfigError(f"{out} holds a run with other settings {diff}; use another output_dir")
     write_json(path, identity)
 
 
@@ -99,9 +102,10 @@ def _sandbox(cfg: DictConfig) -> tuple[Any, Any]:
     return Sandbox(isolation=str(sb.isolation), workers=int(sb.workers)), limits
 
 
-def run(cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
+def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSource | None = None) -> dict:
     """Run (or resume) the evaluation into `output_dir` and write its summary; returns the summary.
-    `backends` maps a SPEC to a ready ChatBackend used instead of loading it (tests pass scripted ones)."""
+    `backends` maps a SPEC to a ready ChatBackend used instead of loading it (tests pass scripted ones);
+    `source` supplies the questions (default: reasoning-gym; the OOD suites pass their files')."""
     from contextlib import nullcontext
 
     from tqdm import tqdm
@@ -109,7 +113,6 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
     from smith.evals.common import EpisodeLog, output_dir
     from smith.models import SamplingParams, load_backend
     from smith.pool import ToolPool
-    from smith.tasks import items, load_catalog
 
     from . import tools as toolsrc
     from .episodes import build_tools, cot_episode, question_row, run_episodes, use_episode
@@ -119,19 +122,18 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
     identity = _identity(cfg)
     _resume_check(out, identity)
 
-    catalog = load_catalog()
-    wanted = list(s.categories) if s.get("categories") else None
-    cats = [c for c in catalog.categories if c.split in s.splits and (wanted is None or c.name in wanted)]
-    n = int(s.n_items) if cfg.get("limit") is None else min(int(s.n_items), int(cfg.limit))
-    cache = s.get("cache_dir")
-    questions = {c.name: items(c, str(s.band), n, int(s.seed), cache, catalog) for c in cats}
+    source = source or ReasoningGym(cfg)
+    cats = source.categories()
+    by_name = {c.name: c for c in cats}
+    caps = [int(v) for v in (s.n_items, cfg.get("limit")) if v is not None]
+    questions = {c.name: source.questions(c, min(caps) if caps else None) for c in cats}
 
     def load(spec: str) -> Any:
         return (backends or {}).get(spec) or load_backend(spec, cfg)
 
     user = load(str(cfg.model))
     if cfg.mode in BASELINES:
-        return _run_baseline(cfg, out, identity, cats, questions, user, load)
+        return _run_baseline(cfg, out, identity, source, cats, questions, user, load)
     params = SamplingParams(max_new_tokens=int(s.max_new_tokens), temperature=float(s.temperature),
                             top_p=float(s.top_p), seed=int(cfg.seed))
     log = EpisodeLog(out / "episodes.jsonl", key="key")
@@ -153,7 +155,7 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
                                           top_p=float(s.top_p), seed=int(cfg.seed))
             for start in tqdm(range(0, len(missing), int(s.batch_size)), desc="rg build tools", unit="batch"):
                 chunk = missing[start : start + int(s.batch_size)]
-                examples = {c: items(c, "easy", int(s.n_examples), int(s.seed), cache, catalog) for c in chunk}
+                examples = {c: source.examples(by_name[c], int(s.n_examples)) for c in chunk}
                 for cat, result in build_tools(writer, examples, build_params).items():
                     row = toolsrc.built_row(result, writer_spec)
                     tools_log.add(row)
@@ -189,19 +191,18 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
                          "tool_source": tool_rows.get(cat.name, {}).get("source") if cfg.mode != "cot" else None})
             bar.update(len(chunk))
     bar.close()
-    return write_summary(out, cfg, identity, [log.rows[k] for k in by_key], tool_rows)
+    return write_summary(out, cfg, identity, [log.rows[k] for k in by_key], tool_rows, source=source)
 
 
-def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], cats: list[Any],
+def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], source: ItemSource, cats: list[Any],
                   questions: dict[str, list[Any]], user: Any, load: Any) -> dict:
     """An inference-time tool-making method (rg.baselines) over the same questions, sandbox and summary."""
     from smith.evals.common import EpisodeLog
-    from smith.tasks import items
 
     from . import baselines
 
-    s = cfg.suite
     log = EpisodeLog(out / "episodes.jsonl", key="key")
+    by_name = {c.name: c for c in cats}
     keys = [f"{c.name}/{it.id}" for c in cats for it in questions[c.name]]
     writer = user if identity["writer"] == str(cfg.model) else load(identity["writer"])
     sandbox, limits = _sandbox(cfg)
@@ -209,18 +210,20 @@ def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], cats: li
         ctx = baselines.Context(
             cfg, user, writer, sandbox, limits, cats, questions, {k for k in keys if k not in log}, log,
             EpisodeLog(out / "toolsets.jsonl", key="key"),
-            lambda cat, n: items(cat, "easy", n, int(s.seed), s.get("cache_dir")))
+            lambda name, n: source.examples(by_name[name], n))
         tool_rows, block = baselines.run(cfg, ctx)
-    return write_summary(out, cfg, identity, [log.rows[k] for k in keys], tool_rows, {"baseline": block})
+    return write_summary(out, cfg, identity, [log.rows[k] for k in keys], tool_rows, {"baseline": block}, source)
 
 
 def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: list[dict[str, Any]],
-                  tool_rows: dict[str, dict[str, Any]], extra: dict[str, Any] | None = None) -> dict:
+                  tool_rows: dict[str, dict[str, Any]], extra: dict[str, Any] | None = None,
+                  source: ItemSource | None = None) -> dict:
     """summary.json, results.md and accuracy_by_group.png from the episode rows of this run's questions
-    (`extra`: a mode's own summary fields, e.g. a baseline's budgets and spend)."""
+    (`extra`: a mode's own summary fields, e.g. a baseline's budgets and spend; `source`: whose headline row
+    results.md shows, default reasoning-gym's paper row)."""
     import numpy as np
 
-    from smith.evals.common import markdown_table, write_json
+    from smith.evals.common import bootstrap, markdown_table, write_json
 
     from .plots import plot_groups
 
@@ -247,9 +250,11 @@ def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: li
             cell["tool_source"] = tool_rows[cat]["source"]
     build = [r for r in tool_rows.values() if r["source"] != "pool"]
     summary = {
-        "suite": "rg", "output_dir": str(out), **identity, "n_questions": len(rows),
+        "suite": str(cfg.suite.name), "output_dir": str(out), **identity, "n_questions": len(rows),
         "label": cfg.suite.get("label") or _label(identity),
-        **table, "tokens": tokens,
+        **table, "overall": bootstrap([float(r["correct"]) for r in rows], n_resamples=int(cfg.suite.bootstrap),
+                                      seed=int(cfg.seed)),
+        "tokens": tokens,
         "build_tokens": {"input": sum(r["prompt_tokens"] for r in build),
                          "output": sum(r["completion_tokens"] for r in build), "tools": len(build),
                          "built_ok": sum(bool(r["ok"]) for r in build)},
@@ -261,14 +266,17 @@ def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: li
                  "in/out tokens": f"{v['input_tokens']:,.0f} / {v['output_tokens']:,.0f}",
                  "tool": v.get("tool_source", "")} for c, v in sorted(table["categories"].items(),
                                                                       key=lambda kv: (kv[1]["split"], kv[1]["group"]))]
-    md = (f"# rg: {summary['label']}\n\n" + markdown_table([{"Method": summary["label"], **paper_row(summary)}],
-                                                            ["Method", *PAPER_COLUMNS])
+    source = source or ReasoningGym(cfg)
+    head, columns = source.headline(summary)
+    md = (f"# {summary['suite']}: {summary['label']}\n\n" + markdown_table([{"Method": summary["label"], **head}],
+                                                                          ["Method", *columns])
           + "\nPercent, ± bootstrap standard error; groups average their categories, Avg averages the groups; "
           "I/O tokens are mean input / output tokens per question.\n\n"
           + markdown_table(cat_rows, ["category", "group", "split", "n", "accuracy", "95% CI", "in/out tokens",
                                       "tool"], floatfmt=".1f"))
     (out / "results.md").write_text(md)
-    plot_groups({summary["label"]: summary}, out / "accuracy_by_group.png")
+    if isinstance(source, ReasoningGym):  # the figure's x axis is the paper's reasoning-gym groups
+        plot_groups({summary["label"]: summary}, out / "accuracy_by_group.png")
     return summary
 
 

@@ -47,15 +47,13 @@ def run_episodes(backend: ChatBackend, episodes: Sequence[Episode], params: Samp
 
 
 def question_row(cat: Any, item: Any, conv: Episode | None, log_chars: int) -> dict[str, Any]:
-    """One question's row of episodes.jsonl: its answer scored (smith.tasks, guarded), its turns, I/O tokens,
+    """One question's row of episodes.jsonl: its answer scored (the category's own `score`), its turns, I/O tokens,
     offered tools and tool calls; `conv` None is a question left unanswered (scored as an empty answer)."""
-    from smith.tasks import score
-
     conv = conv or Episode([])
     answer = conv.answer or ""
     return {
         "key": f"{cat.name}/{item.id}", "category": cat.name, "group": cat.group, "split": cat.split,
-        "item": item.id, "answer": answer, "expected": item.answer, "correct": bool(score(cat, answer, item) >= 1.0),
+        "item": item.id, "answer": answer, "expected": item.answer, "correct": bool(cat.score(answer, item) >= 1.0),
         "turns": conv.turns, "prompt_tokens": conv.prompt_tokens, "completion_tokens": conv.completion_tokens,
         "tools": sorted(conv.menu), "tool_calls": len(conv.calls),
         "tool_call_ok": sum(c.get("status") == "ok" for c in conv.calls), "final": (conv.final or "")[:log_chars],

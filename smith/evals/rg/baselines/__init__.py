@@ -195,9 +195,7 @@ def called(e: Episode) -> list[PoolEntry]:
 def solved(cat: Any, e: Episode, item: Any, through_tool: bool = True) -> bool:
     """Correct, and (by default) answered after a successful tool call: SMITH's evaluation reward counts only
     answers that came through a real call, and a verifying unit test runs the tool."""
-    from smith.tasks import score
-
-    return (not through_tool or bool(called(e))) and score(cat, e.answer or "", item) >= 1.0
+    return (not through_tool or bool(called(e))) and cat.score(e.answer or "", item) >= 1.0
 
 
 def run(cfg: DictConfig, ctx: Context) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:

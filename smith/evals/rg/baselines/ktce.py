@@ -135,13 +135,11 @@ def solve(ctx: Context, backend: Any, jobs: list[tuple[Any, Any, Spend]], toolse
 def evaluate(ctx: Context, st: dict[str, Any]) -> dict[str, Any]:
     """One evaluation of a toolset on the training problems: usage statistics (accumulated, as released),
     coverage, accuracy and loss."""
-    from smith.tasks import score
-
     cat, tools, problems = st["cat"], st["tools"], st["train"]
     results = solve(ctx, ctx.writer, [(cat, it, st["spend"]) for it in problems], [tools] * len(problems), "build")
     uncovered, right = 0, 0
     for it, (picked, ep) in zip(problems, results, strict=True):
-        ok = score(cat, ep.answer or "", it) >= 1.0
+        ok = cat.score(ep.answer or "", it) >= 1.0
         right += ok
         used = {t.code for t in called(ep)}
         hit = [tools[i] for i in picked if tools[i]["code"] in used]
