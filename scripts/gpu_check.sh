@@ -52,4 +52,4 @@ if [ -n "$missing" ]; then
   exit 2
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} HF_HUB_OFFLINE=1 WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
-exec $PY -m smith.train.gpu_check ${args[@]+"${args[@]}"}
+exec $PY -m smith.gpu_check ${args[@]+"${args[@]}"}

@@ -180,7 +180,7 @@ LAYERS = {  # the doc's "Dependencies point one way", lowest first; smith.errors
     "smith.episodes": 2, "smith.toolspec": 2, "smith.tasks": 2, "smith.models": 2,
     "smith.rollout": 3, "smith.rewards": 3, "smith.pool": 3,
     "smith.train": 4, "smith.evals": 4, "smith.curves": 4,
-    "smith.cli": 5, "smith.config": 5, "smith": 5,
+    "smith.cli": 5, "smith.config": 5, "smith.gpu_check": 5, "smith": 5,
 }
 
 

@@ -166,5 +166,5 @@ def test_readme_test_command_is_what_ci_runs():
     main_cmd, test_cmd = commands[0], commands[1]
     assert "train.py recipe=tiny" in main_cmd and "pytest" in test_cmd
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
-    assert ci[-1] == test_cmd  # CI runs exactly the README's test command
+    assert test_cmd in ci  # CI runs exactly the README's test command (then the scale-out tests)
     assert "set -euo pipefail" in ci  # and fails when it fails

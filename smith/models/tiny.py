@@ -21,7 +21,7 @@ SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 ADDED = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
 
 
-def _corpus(seed: int, n: int = 300) -> list[str]:
+def corpus(seed: int, n: int = 300) -> list[str]:
     """Generated text of the kinds the tiny model sees: Python tools, JSON schemas, tool-call chats."""
     rng = random.Random(seed)
     words = ["sum", "count", "bits", "prime", "factor", "solve", "number", "question", "answer", "value",
@@ -94,7 +94,7 @@ def build_tiny_model(
         if marker.exists() and json.loads(marker.read_text()) == want:
             return path, False
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # BPE merges deterministic
-        tok = train_tokenizer(_corpus(seed), vocab_size)
+        tok = train_tokenizer(corpus(seed), vocab_size)
         config = Qwen3Config(
             vocab_size=len(tok),
             hidden_size=64,

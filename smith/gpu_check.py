@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "recipes" / "models" / "qwen3-4b.json"
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "smith" / "recipes" / "models" / "qwen3-4b.json"
 TINY_DIMS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
              "num_key_value_heads": 2, "head_dim": 32, "max_window_layers": 2}
 
@@ -29,9 +29,9 @@ def build_random_model(path: Path, dry_run: bool) -> Path:
     """The Qwen3-4B-architecture model (tiny dims on a dry run), random init, saved with smith's tiny tokenizer."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from smith.models.tiny import _corpus, train_tokenizer
+    from smith.models.tiny import corpus, train_tokenizer
 
-    tok = train_tokenizer(_corpus(0), 2048)
+    tok = train_tokenizer(corpus(0), 2048)
     spec = json.loads(CONFIG.read_text())
     spec.update(bos_token_id=None, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"), pad_token_id=tok.pad_token_id)
     if dry_run:
