@@ -9,12 +9,10 @@ some scorers run `sympy.parse_expr` (an eval) on it.
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smith.tasks.catalog import Category, load_catalog
-
-if TYPE_CHECKING:
-    from smith.tasks.store import Item
+from smith.tasks.item import Item
 
 MAX_ANSWER_CHARS = 100_000  # the longest real answers (10-disk Hanoi) are ~35k characters
 

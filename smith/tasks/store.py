@@ -17,36 +17,18 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from smith.tasks.catalog import BANDS, Catalog, Category, load_catalog
+from smith.tasks.item import Item
 from smith.tasks.scoring import score_entry
 
 DEFAULT_CACHE = Path("~/.cache/smith/rg_items")
 _MAX_TRIES_PER_ITEM = 20  # a band with few distinct questions fails loudly instead of looping
 
 
-@dataclass(frozen=True)
-class Item:
-    """One question. `answer` is the example answer a build prompt may show (easy band only);
-    `entry` is what the scorer needs and must never reach a prompt or a tool."""
-
-    id: str
-    category: str
-    band: str
-    question: str
-    answer: str
-    entry: dict[str, Any]
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, line: str) -> Item:
-        return cls(**json.loads(line))
 
 
 def band_seed(category: str, band: str, seed: int) -> int:
