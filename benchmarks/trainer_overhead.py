@@ -99,7 +99,7 @@ def main() -> None:
     from smith.config import compose
     from smith.models.tiny import build_tiny_model
     from smith.pool import ToolPool
-    from smith.rollout.episodes import AXES
+    from smith.rewards import AXES
     from smith.train.data import prompt_rows
     from smith.train.session import Session, rollout_settings
     from smith.train.trainer import AXIS_REWARDS, SmithTrainer

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from smith.rollout.episodes import AXES
+from smith.rewards import AXES
 
 WINDOW = 5  # steps in the moving average of single-series panels
 

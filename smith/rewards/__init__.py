@@ -3,4 +3,8 @@ format (r_fmt), evaluation (r_eval), judge (r_judge) and use (r_correct with the
 
 from smith.rewards.use import efficiency
 
-__all__ = ["efficiency"]
+# The reward axes, in the order TRL's reward_funcs and `rewards.weights` see them: each stays its own column
+# from rollout to advantage (docs/architecture.md, "Rewards"); a new axis is a module here plus its weight.
+AXES = ("format", "evaluation", "judge", "use")
+
+__all__ = ["AXES", "efficiency"]

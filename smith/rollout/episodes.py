@@ -21,6 +21,7 @@ from typing import Any
 from smith.episodes import Episode, continuation_ids, menu_executor, play
 from smith.models.base import SamplingParams
 from smith.pool import PoolEntry, ToolPool, menu_names
+from smith.rewards import AXES
 from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
 from smith.rewards.format import format_reward
 from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
@@ -29,7 +30,6 @@ from smith.rollout.prompts import INNER_BUILD_DONE, build_messages, use_messages
 from smith.tasks import Catalog, load_catalog, score
 from smith.toolspec import Reason, parse_response
 
-AXES = ("format", "evaluation", "judge", "use")
 NAN = float("nan")
 
 

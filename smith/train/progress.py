@@ -13,7 +13,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from smith.curves import number, plot_curves, read_metrics
-from smith.rollout.episodes import AXES
+from smith.rewards import AXES
 
 # (metrics.jsonl key, console label); curves.png draws these and more (smith/curves.py)
 COLUMNS = [(f"rewards/{a}/mean", a[:4]) for a in AXES] + [

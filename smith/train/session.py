@@ -28,7 +28,8 @@ from yaml import YAMLError
 
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
-from smith.rollout.episodes import AXES, Rollout, RolloutSettings, Sample
+from smith.rewards import AXES
+from smith.rollout.episodes import Rollout, RolloutSettings, Sample
 from smith.train.trainer import evaluator_state, format_reasons, gathered, sync_evaluator
 
 COMPLETE = "smith_checkpoint.json"  # written last: a checkpoint without it was interrupted and is ignored

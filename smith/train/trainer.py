@@ -23,7 +23,8 @@ from trl import GRPOTrainer
 # smith uses rollout_func on purpose (docs/architecture.md, "TRL"); the pinned trl marks it experimental
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from smith.rollout.episodes import AXES, Rollout
+from smith.rewards import AXES
+from smith.rollout.episodes import Rollout
 from smith.train.advantages import per_axis_advantages
 
 EVALUATOR_ADAPTER = "evaluator"
