@@ -17,6 +17,7 @@ import struct
 import sys
 import time
 import zipfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
 from smith.rewards import AXES
 from smith.rollout.episodes import Rollout, RolloutSettings, Sample
-from smith.train.trainer import evaluator_state, format_reasons, gathered, sync_evaluator
+from smith.train.trainer import evaluator_state, gathered, sync_evaluator
 
 COMPLETE = "smith_checkpoint.json"  # written last: a checkpoint without it was interrupted and is ignored
 EVALUATOR_FILE = "evaluator_adapter.pt"
@@ -125,6 +126,11 @@ class Session:
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+
+def format_reasons(samples: list[Any]) -> Counter:
+    """Build responses per parse outcome ("ok" or the failure reason): the `format/<reason>` log columns."""
+    return Counter(s.trace.get("parse", {}).get("reason") or "ok" for s in samples if "parse" in s.trace)
 
 
 class SmithCallback(TrainerCallback):

@@ -13,7 +13,6 @@ import math
 import os
 import random
 import time
-from collections import Counter
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -175,7 +174,3 @@ class SmithTrainer(GRPOTrainer):
                 part = {**inputs, "tool_mask": torch.zeros_like(inputs["tool_mask"])}
             loss = loss + super()._compute_loss(model, {**part, "num_items_in_batch": count})
         return loss
-
-
-def format_reasons(samples: list[Any]) -> Counter:
-    return Counter(s.trace.get("parse", {}).get("reason") or "ok" for s in samples if "parse" in s.trace)
