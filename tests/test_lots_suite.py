@@ -45,7 +45,8 @@ def test_scripted_gold_harness_check_and_resume(tmp_path, tiny_model_dir):
     assert m["llm_router"]["by_family"]["fx_settle"] == 1.0 and m["llm_router"]["tools_kept"] == 1.5
     for f, fit in summary["details"]["lots"].items():
         assert set(fit["scores"]) == set(m["keep_all"]["spaces"][f])  # every served tool was scored
-        assert fit["k"] == min(k for k, a in fit["fit_accuracy"].items() if a == max(fit["fit_accuracy"].values()))
+        best = max(fit["fit_accuracy"].values())  # JSON keys: K as text
+        assert fit["k"] == min(int(k) for k, a in fit["fit_accuracy"].items() if a == best)
         assert len(fit["space"]) == fit["k"]
     # the budget choice reads fitting accuracy: a gold-agent space contains the fx_settle chain
     assert {"DocRetrieve", "ExchangeRate", "Calculator"} <= set(summary["details"]["lots"]["fx_settle"]["space"])

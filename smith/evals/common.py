@@ -88,7 +88,8 @@ def check_run(cfg: DictConfig, out: Path) -> None:
     """Resume safety: `out/run.json` records the config of the results in `out`; a rerun whose config differs
     (outside RESUME_MAY_CHANGE) is refused in one line naming the keys, instead of mixing two settings' rows in
     one summary. A suite module's own RESUME_MAY_CHANGE adds to those (lomekwi: `model`, its log is keyed by
-    model). A fresh directory, or one written before run.json, gets the current config."""
+    model). A fresh directory, one written before run.json, or one where an earlier run stopped before writing
+    anything but run.json (a crash at model load) gets the current config."""
     import importlib
 
     path = out / RUN_FILE
@@ -96,7 +97,7 @@ def check_run(cfg: DictConfig, out: Path) -> None:
     suite = str(cfg.suite.name)
     own = getattr(importlib.import_module(f"smith.evals.{suite}"), "RESUME_MAY_CHANGE", ())
     may_change = (*RESUME_MAY_CHANGE, *own)
-    if path.is_file():
+    if path.is_file() and _holds_results(out):
         try:
             old = json.loads(path.read_text())
         except ValueError:
@@ -113,6 +114,11 @@ def check_run(cfg: DictConfig, out: Path) -> None:
             raise ConfigError(f"output_dir={out} holds results made with other settings ({shown}{more}); rerun "
                               "with the recorded ones to resume, or use another output_dir")
     write_json(path, {"schema_version": SCHEMA_VERSION, "suite": suite, "config": config})
+
+
+def _holds_results(out: Path) -> bool:
+    """Whether `out` holds any file a run wrote besides its markers (logs, results): what a rerun could mix."""
+    return any(p.is_file() for p in out.rglob("*") if p.name not in (SUITE_MARK, RUN_FILE))
 
 
 def suite_of(out: Path) -> str | None:
