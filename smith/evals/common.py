@@ -233,10 +233,9 @@ def wilson_metric(k: int, n: int) -> dict[str, Any]:
 
 
 def versions() -> dict[str, str | None]:
-    """smith, python and the installed versions of the packages that change numbers (null: not installed)."""
+    """smith, python and the installed versions of the packages that change numbers (null: not installed). smith's
+    is its installed distribution's (an editable install's is the checkout's pyproject version at install)."""
     from importlib.metadata import PackageNotFoundError, version
-
-    import smith
 
     def installed(name: str) -> str | None:
         try:
@@ -244,7 +243,7 @@ def versions() -> dict[str, str | None]:
         except PackageNotFoundError:
             return None
 
-    return {"smith": smith.__version__, "python": platform.python_version(), **{p: installed(p) for p in PACKAGES}}
+    return {"smith": installed("smith"), "python": platform.python_version(), **{p: installed(p) for p in PACKAGES}}
 
 
 def git_state() -> dict[str, Any] | None:
