@@ -90,7 +90,7 @@ def test_distill_recipe_trains_an_adapter_that_eval_loads(fmt, tiny_model_dir, t
     s = tabmwp.run(compose("eval", ["suite=tabmwp", f"model={out}", f"suite.data={fix}/tabmwp_test.json",
                                     f"output_dir={tmp_path / 'eval'}", "limit=1", "suite.cot_max_new_tokens=8",
                                     "suite.bootstrap=20"], ("suite",)))
-    assert s["model"] == str(out) and s["n_questions"] == 3 and s["tokens"]["all"]["output"] > 0
+    assert s["model"] == str(out) and s["details"]["n_questions"] == 3 and s["details"]["tokens"]["all"]["output"] > 0
 
 
 def test_train_py_refuses_missing_traces_in_one_line(tmp_path):

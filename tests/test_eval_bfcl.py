@@ -94,7 +94,8 @@ def _cfg(url: str, out: Path):
                             "suite.categories=[simple_python,irrelevance]"], ("suite",))
 
 
-def _check(s: dict) -> None:
+def _check(summary: dict) -> None:
+    s = summary["details"]
     cats = s["categories"]
     assert cats["simple_python"]["accuracy"] == 0.5 and cats["simple_python"]["total_count"] == 2
     assert cats["irrelevance"]["accuracy"] == 0.5 and cats["irrelevance"]["total_count"] == 2
@@ -136,9 +137,11 @@ def test_bfcl_two_categories_against_scripted_endpoint(tmp_path, tiny_model_dir)
         summary = run(_cfg(url, out))
     assert len(backend.calls) == 4  # one request per entry
     _check(summary)
-    assert summary["tokens"]["input"] > 50 and summary["tokens"]["output"] > 0  # the served tokenizer's counts
+    tokens = summary["details"]["tokens"]
+    assert tokens["input"] > 50 and tokens["output"] > 0  # the served tokenizer's counts
+    assert summary["metrics"]["tokens/input"]["value"] == tokens["input"]  # mean per entry, as rg's per question
     disk = json.loads((out / "summary.json").read_text())
-    assert disk["categories"] == summary["categories"]
+    assert disk == summary
     assert re.search(r"\| simple_python \| 50\.0 \| 1 \| 2 \|", (out / "results.md").read_text())
     assert (out / "accuracy_by_category.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # bfcl-eval wrote under the output directory only

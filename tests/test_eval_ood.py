@@ -95,10 +95,11 @@ def test_build_use_with_reference_writer_answers_everything(suite, tmp_path, tin
     out = tmp_path / suite
     s = module.run(cfg_for(suite, out, "writer", tiny_model_dir, "mode=build_use"),
                    {"writer": scripted(writer, tiny_model_dir, "writer")})
-    assert s["suite"] == suite and s["n_questions"] == 9 and s["overall"]["value"] == 1.0
-    assert set(s["macro"]) == {"unseen"} and s["macro"]["unseen"]["value"] == 1.0
+    d = s["details"]
+    assert s["suite"] == suite and d["n_questions"] == 9 and s["metrics"]["overall"]["value"] == 1.0
+    assert set(d["macro"]) == {"unseen"} and d["macro"]["unseen"]["value"] == 1.0
     expected_groups = {"tabmwp": {"Free text", "Multi-choice"}, "gqa": {"query", "verify"}}[suite]
-    assert set(s["groups"]["unseen"]) == expected_groups
+    assert set(d["groups"]["unseen"]) == expected_groups
     tools = [json.loads(line) for line in (out / "tools.jsonl").read_text().splitlines()]
     assert len(tools) == 3 and all(t["ok"] for t in tools)
     assert all(r["correct"] and r["tool_call_ok"] == 1 for r in rows(out))
@@ -109,7 +110,7 @@ def test_build_use_with_reference_writer_answers_everything(suite, tmp_path, tin
     again = module.run(cfg_for(suite, out, "writer", tiny_model_dir, "mode=build_use"),
                        {"writer": scripted(lambda c: pytest.fail("a resumed run asks nothing"), tiny_model_dir,
                                            "writer")})
-    assert again["overall"] == s["overall"]
+    assert again["metrics"]["overall"] == s["metrics"]["overall"]
 
 
 def test_pool_mode_offers_the_pool_tool(tmp_path, tiny_model_dir):
@@ -124,8 +125,9 @@ def test_pool_mode_offers_the_pool_tool(tmp_path, tiny_model_dir):
     out = tmp_path / "pool"
     s = tabmwp.run(cfg_for("tabmwp", out, "writer", tiny_model_dir, "mode=pool", f"suite.pool={path}"),
                    {"writer": scripted(writer, tiny_model_dir, "writer")})
-    assert s["categories"]["integer_number"]["tool_source"] == "pool"
-    assert s["categories"]["decimal_number"]["tool_source"] == "built" and s["overall"]["value"] == 1.0
+    cats = s["details"]["categories"]
+    assert cats["integer_number"]["tool_source"] == "pool"
+    assert cats["decimal_number"]["tool_source"] == "built" and s["metrics"]["overall"]["value"] == 1.0
 
 
 def test_latm_baseline_on_tabmwp_verifies_and_uses_the_tool(tmp_path, tiny_model_dir):
@@ -134,9 +136,10 @@ def test_latm_baseline_on_tabmwp_verifies_and_uses_the_tool(tmp_path, tiny_model
     out = tmp_path / "latm"
     s = tabmwp.run(cfg_for("tabmwp", out, "maker", tiny_model_dir, "mode=latm", "limit=1"),
                    {"maker": scripted(writer, tiny_model_dir, "maker")})
-    assert s["baseline"]["method"] == "LATM" and s["n_questions"] == 3
-    assert sorted(s["baseline"]["verified"]) == ["decimal_number", "extractive_text", "integer_number"]
-    assert s["overall"]["value"] == 1.0 and all(r["llm_calls"] >= 2 for r in rows(out))
+    d = s["details"]
+    assert d["baseline"]["method"] == "LATM" and d["n_questions"] == 3
+    assert sorted(d["baseline"]["verified"]) == ["decimal_number", "extractive_text", "integer_number"]
+    assert s["metrics"]["overall"]["value"] == 1.0 and all(r["llm_calls"] >= 2 for r in rows(out))
 
 
 def test_cot_on_tiny_model_logs_every_question(tmp_path, tiny_model_dir):
@@ -145,8 +148,9 @@ def test_cot_on_tiny_model_logs_every_question(tmp_path, tiny_model_dir):
     out = tmp_path / "cot"
     s = gqa.run(cfg_for("gqa", out, "tiny", tiny_model_dir, "limit=1", "suite.cot_max_new_tokens=8",
                         f"suite.scenes=[{FIX}/gqa_sceneGraphs.json]"))  # the list form
-    assert s["mode"] == "cot" and s["n_questions"] == 3 and s["tokens"]["all"]["input"] > 100
-    assert json.loads((out / "run.json").read_text())["data"] == str(FIX / "gqa_test_questions.json")
+    d = s["details"]
+    assert d["mode"] == "cot" and d["n_questions"] == 3 and d["tokens"]["all"]["input"] > 100
+    assert json.loads((out / "run.json").read_text())["config"]["suite"]["data"] == str(FIX / "gqa_test_questions.json")
 
 
 # ------------------------------------------------------------------------------------------------- checks

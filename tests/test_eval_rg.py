@@ -90,14 +90,16 @@ def test_build_use_with_reference_writer_solves_hard_items(tmp_path, endpoint, c
     _, spec = endpoint
     out = tmp_path / "bu"
     s = run(rg_cfg(out, spec, cache_dir, tiny_model_dir, "mode=build_use", "limit=3"))
-    assert s["mode"] == "build_use" and s["writer"] == spec and s["n_questions"] == 6
+    assert s["metrics"]["seen/avg"]["value"] == 1.0 and s["metrics"]["unseen/Arithmetic"]["n"] == 3
+    d = s["details"]
+    assert d["mode"] == "build_use" and d["writer"] == spec and d["n_questions"] == 6
     for cat in (SEEN, UNSEEN):
-        assert s["categories"][cat]["value"] == 1.0 and s["categories"][cat]["tool_source"] == "built"
-    assert s["macro"]["seen"]["value"] == 1.0 and s["macro"]["unseen"]["value"] == 1.0
-    assert s["groups"]["unseen"]["Arithmetic"]["value"] == 1.0 and s["groups"]["seen"]["Algorithms"]["value"] == 1.0
+        assert d["categories"][cat]["value"] == 1.0 and d["categories"][cat]["tool_source"] == "built"
+    assert d["macro"]["seen"]["value"] == 1.0 and d["macro"]["unseen"]["value"] == 1.0
+    assert d["groups"]["unseen"]["Arithmetic"]["value"] == 1.0 and d["groups"]["seen"]["Algorithms"]["value"] == 1.0
     tools = [json.loads(line) for line in (out / "tools.jsonl").read_text().splitlines()]
     assert {t["category"] for t in tools} == {SEEN, UNSEEN} and all(t["ok"] for t in tools)
-    assert s["build_tokens"]["tools"] == 2 and s["build_tokens"]["input"] > 0
+    assert d["build_tokens"]["tools"] == 2 and d["build_tokens"]["input"] > 0
     for r in rows(out):
         assert r["correct"] and r["turns"] == 2 and r["tool_calls"] == 1 and r["tool_call_ok"] == 1
         assert r["tools"] == ["solve"]
@@ -121,12 +123,13 @@ def test_pool_mode_uses_pool_tool_and_builds_missing(tmp_path, endpoint, cache_d
     out = tmp_path / "pool"
     s = run(rg_cfg(out, spec, cache_dir, tiny_model_dir, "mode=pool", f"suite.pool={pool_file}", "limit=2",
                    "suite.n_distractors=1"))
-    assert s["categories"][SEEN]["tool_source"] == "pool" and s["categories"][UNSEEN]["tool_source"] == "built"
-    assert s["build_tokens"]["tools"] == 1  # only the category the pool lacks was built
+    cats = s["details"]["categories"]
+    assert cats[SEEN]["tool_source"] == "pool" and cats[UNSEEN]["tool_source"] == "built"
+    assert s["details"]["build_tokens"]["tools"] == 1  # only the category the pool lacks was built
     # one distractor: both tools are named `solve`, so the repeat is suffixed; the scripted user calls the first
     for r in rows(out):
         assert sorted(r["tools"]) == ["solve", "solve_2"]
-    assert 0.0 <= s["macro"]["unseen"]["value"] <= 1.0 and s["n_questions"] == 4
+    assert 0.0 <= s["details"]["macro"]["unseen"]["value"] <= 1.0 and s["details"]["n_questions"] == 4
 
 
 def test_cot_tiny_counts_tokens(tmp_path, cache_dir, tiny_model_dir):
@@ -138,7 +141,7 @@ def test_cot_tiny_counts_tokens(tmp_path, cache_dir, tiny_model_dir):
 
     out = tmp_path / "cot"
     s = run(rg_cfg(out, "tiny", cache_dir, tiny_model_dir, "limit=2", "suite.cot_max_new_tokens=6"))
-    assert s["mode"] == "cot" and s["n_questions"] == 4 and s["writer"] is None
+    assert s["details"]["mode"] == "cot" and s["details"]["n_questions"] == 4 and s["details"]["writer"] is None
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     by_item = {r["item"]: r for r in rows(out)}
     for cat in (SEEN, UNSEEN):
@@ -149,7 +152,7 @@ def test_cot_tiny_counts_tokens(tmp_path, cache_dir, tiny_model_dir):
             r = by_item[it.id]
             assert r["prompt_tokens"] == expected  # input tokens are the rendered prompt, exactly
             assert 1 <= r["completion_tokens"] <= 6
-    assert s["tokens"]["all"]["input"] == pytest.approx(sum(r["prompt_tokens"] for r in rows(out)) / 4)
+    assert s["details"]["tokens"]["all"]["input"] == pytest.approx(sum(r["prompt_tokens"] for r in rows(out)) / 4)
     assert (out / "summary.json").is_file() and json.loads((out / "summary.json").read_text())["label"] == "tiny (CoT)"
 
 
@@ -161,7 +164,7 @@ def test_writer_differs_from_user_transfers_tools(tmp_path, endpoint, cache_dir,
     out = tmp_path / "transfer"
     s = run(rg_cfg(out, "tiny", cache_dir, tiny_model_dir, "mode=build_use", f"suite.writer='{spec}'", "limit=1",
                    "suite.max_new_tokens=4", "suite.max_turns=2"))
-    assert s["model"] == "tiny" and s["writer"] == spec and s["label"] == "tiny (tools by reference)"
+    assert s["model"] == "tiny" and s["details"]["writer"] == spec and s["label"] == "tiny (tools by reference)"
     tools = [json.loads(line) for line in (out / "tools.jsonl").read_text().splitlines()]
     assert all(t["writer"] == spec and t["ok"] for t in tools)
     for r in rows(out):
@@ -176,16 +179,16 @@ def test_resume_skips_done_items(tmp_path, endpoint, cache_dir, tiny_model_dir):
     out = tmp_path / "resume"
     cfg = rg_cfg(out, spec, cache_dir, tiny_model_dir, "mode=cot", "limit=3", "suite.batch_size=2")
     first = run(cfg)
-    assert first["n_questions"] == 6
+    assert first["details"]["n_questions"] == 6
     lines = (out / "episodes.jsonl").read_text().splitlines()
     # interrupted: two rows kept, the third torn mid-write
     (out / "episodes.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:25])
     before = len(backend.calls)
     second = run(cfg)
     assert len(backend.calls) - before == 4  # only the four missing questions were asked
-    assert second["n_questions"] == 6
+    assert second["details"]["n_questions"] == 6
     assert [r["key"] for r in rows(out)][:2] == [json.loads(x)["key"] for x in lines[:2]]
-    assert second["categories"] == first["categories"]
+    assert second["details"]["categories"] == first["details"]["categories"]
     before = len(backend.calls)
     run(cfg)  # everything done: no request at all
     assert len(backend.calls) == before

@@ -121,7 +121,7 @@ def test_latm_uses_verified_tool_and_rejects_failing_one(tmp_path, cache_dir, ti
     out = tmp_path / "latm"
     agent = scripted(maker, tiny_model_dir, "maker")
     s = run(cfg_for(out, "maker", cache_dir, tiny_model_dir, "mode=latm", "limit=2"), {"maker": agent})
-    b = s["baseline"]
+    b = s["details"]["baseline"]
     assert b["method"] == "LATM" and b["verified"] == [UNSEEN] and b["rejected"] == [SEEN]
     ts = toolsets(out)
     assert len(ts[SEEN]["attempts"]) == 3 and not any(a.get("verified") for a in ts[SEEN]["attempts"])
@@ -129,10 +129,10 @@ def test_latm_uses_verified_tool_and_rejects_failing_one(tmp_path, cache_dir, ti
                                        "verified": True}]
     assert len(ts[UNSEEN]["tool"]["use_cases"]) == 3
     by_cat = {r["category"]: r for r in rows(out)}
-    assert s["categories"][UNSEEN]["value"] == 1.0 and by_cat[UNSEEN]["used_tool"]
+    assert s["details"]["categories"][UNSEEN]["value"] == 1.0 and by_cat[UNSEEN]["used_tool"]
     assert by_cat[UNSEEN]["tools"] == ["solve"]
     assert by_cat[SEEN]["tools"] == [] and not by_cat[SEEN]["used_tool"]
-    assert s["build_tokens"]["input"] > 0 and b["build"]["calls"] > 0
+    assert s["details"]["build_tokens"]["input"] > 0 and b["build"]["calls"] > 0
     assert all(r["prompt_tokens"] > 0 and r["llm_calls"] >= 1 for r in rows(out))
     assert s["label"] == "maker (LATM)"
 
@@ -175,15 +175,15 @@ def test_trove_toolbox_grows_and_trims_as_designed(tmp_path, cache_dir, tiny_mod
     s = run(cfg_for(out, "trove-model", cache_dir, tiny_model_dir, "mode=trove", "limit=4",
                     "suite.baselines.trove.trim_base=2", cats=UNSEEN),
             {"trove-model": scripted(model, tiny_model_dir)})
-    box = s["baseline"]["toolbox"][UNSEEN]
+    box = s["details"]["baseline"]["toolbox"][UNSEEN]
     assert box["sizes"] == [1, 1, 2, 2]
     assert box["events"] == [{"step": 1, "added": "count_ones"}, {"step": 3, "added": "popcount"},
                              {"step": 4, "threshold": 2.0, "trimmed": ["popcount"], "size": 1}]
-    assert box["regenerated"] == [2] and s["baseline"]["tools"] == {UNSEEN: ["count_ones"]}
+    assert box["regenerated"] == [2] and s["details"]["baseline"]["tools"] == {UNSEEN: ["count_ones"]}
     assert toolsets(out)[UNSEEN]["toolbox"][0]["frequency"] == 3
     got = [(r["mode"], r["regenerated"], r["correct"]) for r in rows(out)]
     assert got == [("create", False, True), ("import", False, True), ("skip", True, True), ("import", False, True)]
-    assert s["categories"][UNSEEN]["value"] == 1.0
+    assert s["details"]["categories"][UNSEEN]["value"] == 1.0
     # every mode's responses are paid by the question: 3 modes (and the create build call) each
     assert all(r["llm_calls"] >= 4 for r in rows(out))
 
@@ -229,19 +229,19 @@ def test_craft_creates_deduplicates_and_retrieves(tmp_path, cache_dir, tiny_mode
                     "suite.baselines.craft.n_train=2", "suite.baselines.craft.scorer=bm25",
                     "suite.baselines.craft.k_view={explanation: 1, name: 1, query: 1}"),
             {"crafter": scripted(model, tiny_model_dir)})
-    d = s["baseline"]["deduplication"]
-    assert s["baseline"]["problems"] == {"verified": 4} and (d["before"], d["after"]) == (4, 2)
+    d = s["details"]["baseline"]["deduplication"]
+    assert s["details"]["baseline"]["problems"] == {"verified": 4} and (d["before"], d["after"]) == (4, 2)
     assert d["groups"]["count_set_bits"] == {"candidates": 2, "signatures": 1, "kept": d["groups"]["count_set_bits"][
         "kept"]}
     assert d["groups"]["reverse_word"]["signatures"] == 2 and len(dedup_prompts) == 1
     kept = toolsets(out)[d["groups"]["reverse_word"]["kept"]]
     assert kept["question"] == easy[SEEN][1] and "sep" in kept["tool"]["code"]  # No. 1, the second variant
-    assert sorted(s["baseline"]["toolset"]) == ["count_set_bits", "reverse_word"]
+    assert sorted(s["details"]["baseline"]["toolset"]) == ["count_set_bits", "reverse_word"]
     for r in rows(out):
         own = "count_set_bits" if r["category"] == UNSEEN else "reverse_word"
         assert r["retrieved"] == [own] and r["used"] == [own] and r["correct"]
         assert r["llm_calls"] == 3  # the retrieval plan, the tool call, the answer
-    assert s["build_tokens"]["input"] > 0 and s["baseline"]["build"]["calls"] > 0
+    assert s["details"]["build_tokens"]["input"] > 0 and s["details"]["baseline"]["build"]["calls"] > 0
 
 
 # ---------------------------------------------------------------------------------------------------- KTCE
@@ -275,17 +275,18 @@ def test_ktce_refines_failing_tool_into_passing_one(tmp_path, cache_dir, tiny_mo
     s = run(cfg_for(out, "ktce-model", cache_dir, tiny_model_dir, "mode=ktce", "limit=2",
                     "suite.baselines.ktce.n_train=2", "suite.baselines.ktce.max_iter=1", cats=UNSEEN),
             {"ktce-model": scripted(model, tiny_model_dir)})
-    evo = s["baseline"]["evolution"][UNSEEN]
+    evo = s["details"]["baseline"]["evolution"][UNSEEN]
     assert [(e["iter"], e["TA"], e["TSC"], e["loss"]) for e in evo] == [(0, 0.0, 1.0, 57.5), (1, 1.0, 1.0, 18.0)]
     assert evo[0]["actions"] == {"removed": [], "mutated": ["count_ones"]}
     assert len(prompts) == 1 and "Expected answer" in prompts[0] and "return '0'" in prompts[0]
     tool = toolsets(out)[UNSEEN]["tools"][0]
     assert "bin(" in tool["code"] and (tool["Freq"], tool["TSR"]) == (3, 3)
     assert tool["experience"] == "Pass the question verbatim."
-    assert s["baseline"]["knowledge"][UNSEEN]["key_points"] == ["count the ones in the binary form of a number"]
+    knowledge = s["details"]["baseline"]["knowledge"]
+    assert knowledge[UNSEEN]["key_points"] == ["count the ones in the binary form of a number"]
     for r in rows(out):
         assert r["selected"] == ["count_ones"] and r["correct"] and r["llm_calls"] == 3
-    assert s["categories"][UNSEEN]["value"] == 1.0
+    assert s["details"]["categories"][UNSEEN]["value"] == 1.0
 
 
 # ------------------------------------------------------------------------------------- every method, tiny
@@ -309,20 +310,20 @@ def test_every_method_runs_on_tiny_within_budget(tmp_path, cache_dir, tiny_model
     out = tmp_path / mode
     s = run(cfg_for(out, "tiny", cache_dir, tiny_model_dir, f"mode={mode}", *TINY,
                     *(f"suite.baselines.{mode}.{o}" for o in opts), f"suite.baselines.{mode}.budget.{budget}"))
-    assert s["mode"] == mode and s["n_questions"] == 2
+    assert s["details"]["mode"] == mode and s["details"]["n_questions"] == 2
     scope, cap = budget.split(".calls=")
-    assert s["baseline"]["options"]["budget"][scope] == {"calls": int(cap), "tokens": None}
-    assert s["baseline"]["options"] == s["config"]["baselines"][mode] == json.loads(
-        (out / "run.json").read_text())["baseline"]
-    assert s["baseline"]["budget_stops"][scope] >= 1
+    assert s["details"]["baseline"]["options"]["budget"][scope] == {"calls": int(cap), "tokens": None}
+    assert s["details"]["baseline"]["options"] == s["config"]["suite"]["baselines"][mode] == json.loads(
+        (out / "run.json").read_text())["config"]["suite"]["baselines"][mode]
+    assert s["details"]["baseline"]["budget_stops"][scope] >= 1
     for r in rows(out):
         assert r["prompt_tokens"] > 0 and r["completion_tokens"] >= 1 and r["llm_calls"] >= 1
         assert r["tool_source"] == mode
-    assert s["tokens"]["all"]["input"] == pytest.approx(sum(r["prompt_tokens"] for r in rows(out)) / 2)
+    assert s["details"]["tokens"]["all"]["input"] == pytest.approx(sum(r["prompt_tokens"] for r in rows(out)) / 2)
     if mode == "trove":
         assert all(r["mode"] == "import" and r["llm_calls"] == 1 for r in rows(out))
     if mode == "craft":
-        assert s["baseline"]["build"]["calls"] == 0 and s["baseline"]["toolset"] == []
+        assert s["details"]["baseline"]["build"]["calls"] == 0 and s["details"]["baseline"]["toolset"] == []
     assert (out / "results.md").is_file() and (out / "accuracy_by_group.png").is_file()
 
 
@@ -344,13 +345,13 @@ def test_latm_bigger_writer_over_http_and_resume(tmp_path, cache_dir, tiny_model
         short = ("limit=1", "suite.max_new_tokens=64", "suite.max_turns=2")  # room for the maker's tool calls
         cfg = cfg_for(out, "tiny", cache_dir, tiny_model_dir, "mode=latm", f"suite.writer='{spec}'", *short)
         s = run(cfg)
-        assert s["writer"] == spec and s["label"] == "tiny (LATM, tools by writer)"
-        assert s["baseline"]["verified"] == sorted([SEEN, UNSEEN])
+        assert s["details"]["writer"] == spec and s["label"] == "tiny (LATM, tools by writer)"
+        assert s["details"]["baseline"]["verified"] == sorted([SEEN, UNSEEN])
         for r in rows(out):
             assert r["tools"] == ["solve"] and r["prompt_tokens"] > 150  # the wrapped tool rides in the prompt
         calls = len(agent.calls)
         again = run(cfg)
-        assert len(agent.calls) == calls and again["categories"] == s["categories"]
+        assert len(agent.calls) == calls and again["details"]["categories"] == s["details"]["categories"]
         with pytest.raises(ValueError, match="other settings"):
             run(cfg_for(out, "tiny", cache_dir, tiny_model_dir, "mode=latm", f"suite.writer='{spec}'", *short,
                         "suite.baselines.latm.max_attempts=1"))

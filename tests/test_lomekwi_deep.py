@@ -233,9 +233,11 @@ def test_scripted_agents_play_the_deep_sweep_and_draw_the_figure(tmp_path):
     for agent in ("grinder", "random", "optimal"):  # the last one draws
         summary = lomekwi.run(cfg_for(tmp_path, f"model=scripted:{agent}", "suite.deep.n_values=[10,16]",
                                       "suite.deep.t_values=[2,6]", f"suite.plots={agent == 'optimal'}"))
-    assert summary["config"]["cells"] == [(10, 2), (10, 6), (16, 2), (16, 6)] and summary["world"] == "deep"
-    assert summary["config"]["no_progress_window"] is None and summary["config"]["scheme"] == "tokens"
-    models = summary["models"]
+    details, sweep = summary["details"], summary["details"]["sweep"]
+    assert sweep["cells"] == [[10, 2], [10, 6], [16, 2], [16, 6]] and details["world"] == "deep"
+    assert sweep["no_progress_window"] is None and sweep["scheme"] == "tokens"
+    assert summary["metrics"]["scripted:optimal/R2"]["value"] == 1.0  # the deep steps are metrics too
+    models = details["models"]
     assert {m["N"] for m in models.values()} == {4}
     log = [json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
     assert {r["seed"] for r in log} == {0} and {r["world"] for r in log} == {"deep"}
@@ -245,18 +247,18 @@ def test_scripted_agents_play_the_deep_sweep_and_draw_the_figure(tmp_path):
         assert r["won"] or not r["built"]
     assert models["scripted:grinder"]["counts"]["build"] == 0
     assert models["scripted:optimal"]["R2"] == 1.0 and models["scripted:optimal"]["step_residual"] == 0.0
-    assert summary["threshold"]["n10_T6"]["build_preferred"] is False
-    assert "| scripted:optimal | 4 |" in (tmp_path / "summary.md").read_text()
-    assert summary["plots"] == ["deep_lomekwi.png"] and (tmp_path / "deep_lomekwi.png").read_bytes()[:8] == PNG
+    assert summary["details"]["threshold"]["n10_T6"]["build_preferred"] is False
+    assert "| scripted:optimal | 4 |" in (tmp_path / "results.md").read_text()
+    assert details["plots"] == ["deep_lomekwi.png"] and (tmp_path / "deep_lomekwi.png").read_bytes()[:8] == PNG
     assert not (tmp_path / "threshold_map.png").exists()
 
 
 def test_the_full_deep_grid_with_limit(tmp_path):
     """The released grid (T 2..6 x n 10..30, one episode each) with the optimal agent, quickly."""
     summary = lomekwi.run(cfg_for(tmp_path, "model=scripted:optimal", "limit=1", "suite.plots=false"))
-    m = summary["models"]["scripted:optimal"]
-    assert m["N"] == 105 and len(summary["cells"]["scripted:optimal"]) == 105
-    assert summary["config"]["budgets"][30] == 180 and m["S"] > 0.9
+    m = summary["details"]["models"]["scripted:optimal"]
+    assert m["N"] == 105 and len(summary["details"]["cells"]["scripted:optimal"]) == 105
+    assert summary["details"]["sweep"]["budgets"]["30"] == 180 and m["S"] > 0.9
 
 
 def test_grinder_wins_exactly_when_the_keys_come_in_time(tmp_path):
@@ -265,7 +267,7 @@ def test_grinder_wins_exactly_when_the_keys_come_in_time(tmp_path):
     summary = lomekwi.run(cfg_for(tmp_path, "model=scripted:grinder", "suite.deep.n_values=[10,13]",
                                   "suite.deep.t_values=[2,5]", "suite.deep.reps=3", "suite.plots=false"))
     log = [json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
-    assert summary["models"]["scripted:grinder"]["N"] == len(log) == 12
+    assert summary["details"]["models"]["scripted:grinder"]["N"] == len(log) == 12
     for r in log:
         rng, keys, draws = random.Random(r["drop_seed"] * 6151 + 1), set(), 0
         while len(keys) < r["n"]:
@@ -280,7 +282,7 @@ def test_stop_on_build_ends_a_deep_episode_at_the_axe(tmp_path):
                                   "suite.deep.t_values=[2]", "suite.stop_on_build=true", "suite.plots=false"))
     (r,) = [json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
     assert r["stop_reason"] == "built" and r["build_turn"] == len(r["actions"]) - 1
-    assert summary["config"]["rules"]["stop_on_build"] is True
+    assert summary["details"]["sweep"]["rules"]["stop_on_build"] is True
 
 
 def plotter_numbers(rows: list[dict]) -> dict[str, tuple[int, int]]:
@@ -295,7 +297,7 @@ def plotter_numbers(rows: list[dict]) -> dict[str, tuple[int, int]]:
 
 def test_import_reproduces_the_released_plotter_on_the_fixture_rows(tmp_path):
     summary = lomekwi.run(cfg_for(tmp_path, f"import_logs={FIXTURES}"))
-    models = summary["models"]
+    models = summary["details"]["models"]
     by_model = Counter(r["model"] for r in fixture_rows())
     assert {m: models[m]["N"] for m in models} == dict(by_model)
     for model in by_model:
@@ -309,7 +311,7 @@ def test_import_reproduces_the_released_plotter_on_the_fixture_rows(tmp_path):
     assert haiku["stop_reasons"] == {"solved": 1, "noop": 1, "out_of_budget": 5}
     imported = [json.loads(x) for x in (tmp_path / "imported.jsonl").read_text().splitlines()]
     assert len(imported) == 11 and all("part_turn" in r for r in imported)
-    checks = {c["claim"]: c["agrees"] for c in summary["paper_checks"]}
+    checks = {c["claim"]: c["agrees"] for c in summary["details"]["paper_checks"]}
     assert checks["the inversion shows in step 1: R1(Haiku) > R1(Sonnet)"] is True
     assert checks["Claude Haiku is the paper's figure (C, R1, R2, E, S)"] is False  # 7 of its 105 rows only
     assert (tmp_path / "deep_lomekwi.png").read_bytes()[:8] == PNG
@@ -342,7 +344,7 @@ def test_a_real_model_plays_the_deep_world(tmp_path, tiny_model_dir):
                                   "suite.deep.t_values=[2]", "suite.max_new_tokens=8", "suite.plots=false"))
     (r,) = [json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
     assert r["model"] == "tiny" and r["world"] == "deep" and r["turns"] >= 4 and r["usage"]["output_tokens"] > 0
-    assert summary["models"]["tiny"]["N"] == 1
+    assert summary["details"]["models"]["tiny"]["N"] == 1
 
 
 def test_eval_py_imports_the_fixture_rows(tmp_path):
@@ -352,8 +354,8 @@ def test_eval_py_imports_the_fixture_rows(tmp_path):
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["world"] == "deep" and summary["plots"] == ["deep_lomekwi.png"]
-    assert sum(m["N"] for m in summary["models"].values()) == 11
+    assert summary["details"]["world"] == "deep" and summary["details"]["plots"] == ["deep_lomekwi.png"]
+    assert sum(m["N"] for m in summary["details"]["models"].values()) == 11
 
 
 def test_commit_nudge_is_refused_in_the_deep_world(tmp_path):
@@ -372,6 +374,6 @@ def test_the_released_runs_reproduce_the_paper_figure(tmp_path):
                            check=True).stdout)
     summary = lomekwi.run(cfg_for(tmp_path / "out", f"import_logs={tmp_path / 'runs' / 'deep_lomekwi'}",
                                   "suite.plots=false"))
-    assert all(c["agrees"] for c in summary["paper_checks"]) and len(summary["paper_checks"]) == 5
-    assert {m: v["N"] for m, v in summary["models"].items()} == {"claude-haiku-4-5-20251001": 105,
+    assert all(c["agrees"] for c in summary["details"]["paper_checks"]) and len(summary["details"]["paper_checks"]) == 5
+    assert {m: v["N"] for m, v in summary["details"]["models"].items()} == {"claude-haiku-4-5-20251001": 105,
                                                                  "claude-sonnet-4-6": 105}

@@ -31,7 +31,7 @@ def test_scripted_agents_write_summary_logs_table_and_plots(tmp_path):
         summary = lomekwi.run(cfg_for(tmp_path, f"model=scripted:{agent}", "limit=2", "suite.n_values=[9,10]",
                                       f"suite.plots={agent == 'random'}"))
     assert summary["output_dir"] == str(tmp_path)
-    models = json.loads((tmp_path / "summary.json").read_text())["models"]
+    models = json.loads((tmp_path / "summary.json").read_text())["details"]["models"]
     assert set(models) == {"scripted:optimal", "scripted:grinder", "scripted:random"}
     for m in models.values():
         assert m["N"] == 12  # 2 n x 3 T cells x limit 2
@@ -44,7 +44,7 @@ def test_scripted_agents_write_summary_logs_table_and_plots(tmp_path):
     assert len(log) == 36
     for r in log:
         assert {"actions", "observations", "usage", "built", "build_turn", "stop_reason", "held", "won"} <= set(r)
-    table = (tmp_path / "summary.md").read_text()
+    table = (tmp_path / "results.md").read_text()
     assert "| scripted:optimal | 12 | 1.000" in table
     for name in ("decomposition.png", "build_rate.png", "threshold_map.png"):
         assert (tmp_path / name).read_bytes()[:8] == PNG
@@ -61,7 +61,7 @@ def test_resume_plays_only_missing_episodes_and_survives_a_torn_line(tmp_path):
     after = (tmp_path / "episodes.jsonl").read_text().splitlines()
     assert after[:2] == first  # finished episodes are kept, not replayed
     assert sorted(json.loads(x)["seed"] for x in after) == [0, 1, 20, 21]
-    assert summary["models"]["scripted:random"]["N"] == 4
+    assert summary["details"]["models"]["scripted:random"]["N"] == 4
 
 
 def test_unknown_scripted_agent_is_one_clear_error(tmp_path):
@@ -91,7 +91,7 @@ def test_llm_text_through_the_real_chat_template(tmp_path, tiny_model_dir):
     assert r["actions"][:2] == [["examine", r["labels"]["door_base"] + "_1"], ["pickup"]]
     assert r["usage"]["calls"] == r["turns"] == len(r["turn_usage"]) > 41
     assert r["usage"]["input_tokens"] > r["turn_usage"][0]["input_tokens"] > 100  # the prompt grows every turn
-    assert summary["models"]["scripted-text"]["N"] == 1
+    assert summary["details"]["models"]["scripted-text"]["N"] == 1
     assert "<|im_start|>system\nYou are an agent in a vault" in backend.calls[0]
     assert "Minimize total actions. /no_think<|im_end|>" in backend.calls[0]
 
@@ -105,21 +105,21 @@ def test_a_real_model_through_load_backend(tmp_path, tiny_model_dir):
     (r,) = rows(tmp_path / "episodes.jsonl")
     assert r["model"] == "tiny" and r["turns"] >= 4 and r["usage"]["output_tokens"] > 0
     assert r["stop_reason"] in {"noop", "no_progress", "out_of_budget"}
-    assert summary["models"]["tiny"]["N"] == 1
+    assert summary["details"]["models"]["tiny"]["N"] == 1
 
 
 def test_import_mode_scores_released_logs(tmp_path):
     summary = lomekwi.run(cfg_for(tmp_path, f"import_logs={FIXTURES}"))
-    models = json.loads((tmp_path / "summary.json").read_text())["models"]
-    assert summary["mode"] == "import" and len(models) == 6
+    models = json.loads((tmp_path / "summary.json").read_text())["details"]["models"]
+    assert summary["details"]["mode"] == "import" and len(models) == 6
     assert {m: models[m]["N"] for m in models} == {
         "Qwen/Qwen3.5-27B": 4, "Qwen/Qwen3.5-2B": 2, "Qwen/Qwen3.5-4B": 1, "claude-haiku-4-5-20251001": 2,
         "claude-opus-4-8": 2, "claude-sonnet-4-6": 2}
     assert models["Qwen/Qwen3.5-27B"]["R"] == 2 / 3
     assert models["claude-opus-4-8"]["stop_reasons"] == {"solved": 2}
     assert len(rows(tmp_path / "imported.jsonl")) == 13
-    assert all(src["failed_rows"] == 0 for src in summary["sources"].values())
-    checks = {c["claim"]: c for c in summary["paper_checks"]}
+    assert all(src["failed_rows"] == 0 for src in summary["details"]["sources"].values())
+    checks = {c["claim"]: c for c in summary["details"]["paper_checks"]}
     # on these hand-picked rows Haiku and Sonnet both built whenever they held: the claim is tested, and fails
     assert checks["recognition inverts across Claude: R(Haiku) > R(Sonnet)"]["agrees"] is False
     assert (tmp_path / "decomposition.png").read_bytes()[:8] == PNG
@@ -137,7 +137,7 @@ def test_eval_py_command_line(tmp_path):
     proc = subprocess.run([sys.executable, "eval.py", "suite=lomekwi", "model=scripted:optimal", "limit=1",
                            f"output_dir={out}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads((out / "summary.json").read_text())["models"]["scripted:optimal"]["N"] == 9
+    assert json.loads((out / "summary.json").read_text())["details"]["models"]["scripted:optimal"]["N"] == 9
 
 
 @pytest.mark.slow
@@ -148,7 +148,7 @@ def test_grinder_wins_as_often_as_the_coupon_collector_allows(tmp_path):
     from smith.evals.lomekwi.env import budget_for
 
     summary = lomekwi.run(cfg_for(tmp_path, "model=scripted:grinder", "suite.plots=false"))
-    g = summary["models"]["scripted:grinder"]
+    g = summary["details"]["models"]["scripted:grinder"]
     theory = sum(p_collect_all(n, budget_for(n) - n) for n in (9, 10, 11)) / 3
     lo, hi = wilson(g["counts"]["win"], g["N"])
     assert g["N"] == 180 and lo <= theory <= hi
@@ -162,7 +162,7 @@ def test_rule_options_reach_the_episodes(tmp_path):
                                   "suite.t_values=[3]", "suite.plots=false", "suite.parser=smith",
                                   "suite.echo=canonical", "suite.fold_case=true", f"suite.commit_nudge='{nudge}'",
                                   "suite.stop_on_build=true"))
-    assert summary["config"]["rules"] == {"parser": "smith", "echo": "canonical", "fold_case": True,
+    assert summary["details"]["sweep"]["rules"] == {"parser": "smith", "echo": "canonical", "fold_case": True,
                                           "commit_nudge": nudge, "stop_on_build": True}
     log = rows(tmp_path / "episodes.jsonl")
     assert [r["stop_reason"] for r in log] == ["built", "built"]
@@ -176,7 +176,7 @@ def test_v1_world_option_plays_the_single_shard_world(tmp_path):
     log = rows(tmp_path / "episodes.jsonl")
     assert [(r["n"], r["n_types"], r["world"]) for r in log] == [(9, 1, "v1")] * 2 + [(10, 1, "v1")] * 2
     assert all("byproduct" in r["labels"] and r["won"] and r["built"] for r in log)
-    assert summary["config"]["cells"] == [(9, 1), (10, 1)]
+    assert summary["details"]["sweep"]["cells"] == [[9, 1], [10, 1]]
 
 
 @pytest.mark.parametrize("override", ["suite.parser=strict", "suite.echo=loud", "suite.world=v2"])

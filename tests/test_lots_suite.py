@@ -39,32 +39,33 @@ def _lines(path) -> int:
 
 def test_scripted_gold_harness_check_and_resume(tmp_path, tiny_model_dir):
     summary = lots.run(_cfg(tmp_path, tiny_model_dir, "scripted:gold"))
-    m = summary["methods"]
+    m = summary["details"]["methods"]
     assert m["keep_all"]["accuracy"] == 1.0  # the gold chain is served: the harness answers everything
     assert m["no_tools"]["by_family"] == {"fx_settle": 0.0, "no_tool": 1.0}
     assert m["llm_router"]["by_family"]["fx_settle"] == 1.0 and m["llm_router"]["tools_kept"] == 1.5
-    for f, fit in summary["lots"].items():
+    for f, fit in summary["details"]["lots"].items():
         assert set(fit["scores"]) == set(m["keep_all"]["spaces"][f])  # every served tool was scored
-        assert fit["k"] == min(k for k, a in fit["fit_accuracy"].items() if a == max(fit["fit_accuracy"].values()))
+        best = max(fit["fit_accuracy"].values())  # JSON keys: K as text
+        assert fit["k"] == min(int(k) for k, a in fit["fit_accuracy"].items() if a == best)
         assert len(fit["space"]) == fit["k"]
     # the budget choice reads fitting accuracy: a gold-agent space contains the fx_settle chain
-    assert {"DocRetrieve", "ExchangeRate", "Calculator"} <= set(summary["lots"]["fx_settle"]["space"])
+    assert {"DocRetrieve", "ExchangeRate", "Calculator"} <= set(summary["details"]["lots"]["fx_settle"]["space"])
     assert m["lots"]["accuracy"] == 1.0
     assert m["lots"]["prompt_tokens"] <= m["keep_all"]["prompt_tokens"]
     # fx_settle needs all three chain tools: beam search stops at the empty space (B.1); TTO starts from the
     # best single tool (section 4.1), the all-zero tie going to the first in registry order, and no pair gains
     assert m["tto"]["spaces"]["fx_settle"] == ["TableQuery"] and m["beam_search"]["spaces"]["fx_settle"] == []
     out = tmp_path
-    for name in ("summary.json", "table.md", "accuracy_vs_k.png", "stream_updates.png", "traces/lots.jsonl",
+    for name in ("summary.json", "results.md", "accuracy_vs_k.png", "stream_updates.png", "traces/lots.jsonl",
                  "spaces/registry-15/fx_settle.json", "spaces/stream/no_tool.json"):
         assert (out / name).is_file(), name
-    assert re.search(r"\| lots \| 100\.0 \|", (out / "table.md").read_text())
+    assert re.search(r"\| lots \| 100\.0 \|", (out / "results.md").read_text())
     row = json.loads((out / "traces" / "keep_all.jsonl").read_text().splitlines()[0])
     assert {"request", "menu", "answer", "correct", "prompt_tokens"} <= set(row)
     serves, scores = _lines(out / "serves.jsonl"), _lines(out / "scores.jsonl")
     again = lots.run(_cfg(tmp_path, tiny_model_dir, "scripted:gold"))  # resumes: nothing is served or scored twice
     assert (_lines(out / "serves.jsonl"), _lines(out / "scores.jsonl")) == (serves, scores)
-    assert again["methods"] == summary["methods"]
+    assert again["details"]["methods"] == summary["details"]["methods"]
 
 
 class ScriptedChat:
@@ -92,7 +93,7 @@ def test_llm_agent_path_with_a_scripted_backend(tmp_path, tiny_model_dir):
     cfg = _cfg(tmp_path, tiny_model_dir, "scripted:gold", ["suite.methods=[keep_all,llm_router,lots]",
                                                             "suite.fixed_k=[]", "suite.stream.rounds=0"])
     summary = lots.run(cfg, agent=ChatAgent(chat))
-    m = summary["methods"]
+    m = summary["details"]["methods"]
     assert chat.calls > 0
     assert m["keep_all"]["by_family"] == {"fx_settle": 1.0, "no_tool": 0.0}
     assert m["llm_router"]["tools_kept"] == 3.0 and m["llm_router"]["selection_prompt_tokens"] == 50

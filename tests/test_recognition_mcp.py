@@ -337,23 +337,26 @@ def test_eval_entry_point_runs_resumes_and_imports(tmp_path):
                  "suite.difficulties=[8]", "suite.bootstrap=200", f"output_dir={out}"]
     summary = run(compose("eval", overrides, ("suite",)))
     for condition in ("baseline", "tool_prior"):
-        m = summary["conditions"][condition]
+        m = summary["details"]["conditions"][condition]
         assert [m[k]["value"] for k in ("manual_success", "oracle_discovery", "overall_success")] == [1, 0, 1]
         assert m["rollouts"] == 1 and m["manual_success"]["se"] == 0
     logged = (out / "rollouts.jsonl").read_text()
     assert len(logged.splitlines()) == 2
-    assert {p.name for p in out.iterdir()} >= {"summary.json", "summary.md", "three_panel.png", "scored.jsonl"}
+    assert {p.name for p in out.iterdir()} >= {"summary.json", "results.md", "three_panel.png", "scored.jsonl"}
     run(compose("eval", overrides, ("suite",)))  # resumed: nothing left to play, the log is untouched
     assert (out / "rollouts.jsonl").read_text() == logged
 
     imported = run(compose("eval", ["suite=recognition_mcp", f"import_logs={FIXTURES}",
                                     f"output_dir={tmp_path / 'imp'}"], ("suite",)))
-    two_b = imported["models"]["Qwen/Qwen3.5-2B"]["tool_prior"]
+    models = imported["details"]["models"]
+    two_b = models["Qwen/Qwen3.5-2B"]["tool_prior"]
     assert two_b["oracle_discovery"]["value"] == 10 / 16 and two_b["tool_calls_per_rollout"] == 4.0
-    assert imported["models"]["Qwen/Qwen2.5-32B-Instruct"]["tool_prior"]["oracle_discovery"]["value"] == 19 / 20
-    assert imported["models"]["Qwen/Qwen3-32B"]["tool_prior"]["oracle_discovery"]["value"] == 1.0
-    assert imported["import"]["rollouts"] == 11 and (tmp_path / "imp" / "three_panel.png").stat().st_size > 10_000
-    assert "| Qwen/Qwen3.5-27B | tool_prior | 1 | 4 |" in (tmp_path / "imp" / "summary.md").read_text()
+    assert models["Qwen/Qwen2.5-32B-Instruct"]["tool_prior"]["oracle_discovery"]["value"] == 19 / 20
+    assert models["Qwen/Qwen3-32B"]["tool_prior"]["oracle_discovery"]["value"] == 1.0
+    assert imported["metrics"]["Qwen/Qwen3-32B/tool_prior/oracle_discovery"]["value"] == 1.0
+    assert imported["model"] is None and imported["details"]["import"]["rollouts"] == 11
+    assert (tmp_path / "imp" / "three_panel.png").stat().st_size > 10_000
+    assert "| Qwen/Qwen3.5-27B | tool_prior | 1 | 4 |" in (tmp_path / "imp" / "results.md").read_text()
 
 
 def test_check_refuses_an_unknown_mode_and_a_missing_anthropic_sdk(tmp_path, monkeypatch):
@@ -379,8 +382,10 @@ def test_eval_entry_point_pilot(tmp_path):
     rows = sorted((json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()),
                   key=lambda r: r["difficulty"])
     assert [(r["n"], r["labels"], r["budget"], r["tool_calls"]) for r in rows] == [(0, {}, 200000, [])] * 2
-    assert [c["d"] for c in summary["cells"]] == [8, 11] and all(c["accuracy"] == 1.0 for c in summary["cells"])
-    for cell, r in zip(summary["cells"], rows, strict=True):
+    cells = summary["details"]["cells"]
+    assert [c["d"] for c in cells] == [8, 11] and all(c["accuracy"] == 1.0 for c in cells)
+    assert summary["metrics"]["scripted:manual/d8/accuracy"]["value"] == 1.0
+    for cell, r in zip(cells, rows, strict=True):
         assert cell["median_S"] == r["submit"]["meter_raw"]
         assert cell["suggested_budget"] == round(0.8 * cell["median_S"])
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from smith.evals.common import metric
 from smith.evals.recognition_mcp.division import check_answer, long_division, parse_problem
 from smith.evals.recognition_mcp.host import (
     CONDITIONS,
@@ -24,7 +25,7 @@ from smith.evals.recognition_mcp.host import (
     tool_names,
 )
 from smith.evals.recognition_mcp.importer import export_row, import_logs, import_row
-from smith.evals.recognition_mcp.report import family_and_size, pilot_report
+from smith.evals.recognition_mcp.report import family_and_size, pilot_metrics, pilot_report
 from smith.evals.recognition_mcp.scoring import rollout_counts, score_rollout, summarize
 from smith.evals.recognition_mcp.sweep import plan
 
@@ -284,11 +285,13 @@ def test_pilot_table(tmp_path):
                row(11, 1300, False), {"model": "m", "difficulty": 11, "error": "boom"}]
     s = pilot_report(records, tmp_path, 0.8)
     # d=8: two correct of four, median S = (900 + 1001) / 2 = 950.5, suggested round(0.8 * 950.5) = 760
-    assert s["cells"] == [{"model": "m", "d": 8, "episodes": 4, "accuracy": 0.5, "median_S": 950.5,
+    assert s["cells"] == [{"model": "m", "d": 8, "episodes": 4, "correct": 2, "accuracy": 0.5, "median_S": 950.5,
                            "suggested_budget": 760},
-                          {"model": "m", "d": 11, "episodes": 1, "accuracy": 0.0, "median_S": None,
+                          {"model": "m", "d": 11, "episodes": 1, "correct": 0, "accuracy": 0.0, "median_S": None,
                            "suggested_budget": None}]
-    assert s["error_rows"] == 1 and "| m | 8 | 4 | 0.500 | 950.500 | 760 |" in (tmp_path / "summary.md").read_text()
+    assert s["error_rows"] == 1 and "| m | 8 | 4 | 0.500 | 950.500 | 760 |" in (tmp_path / "results.md").read_text()
+    metrics = pilot_metrics(s)
+    assert metrics["m/d8/accuracy"]["n"] == 4 and metrics["m/d11/median_S"] == metric(None, n=0, unit="tokens per item")
 
 
 def test_import_validates_and_export_keeps_released_fields():

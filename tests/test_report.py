@@ -44,7 +44,10 @@ def test_report_tables_carry_the_logged_numbers(tmp_path):
     bfcl = _summaries("bfcl")
     assert "## BFCL v4 (offline categories)" in md
     for s in bfcl:
-        assert f"{100 * s['mean_accuracy']:.1f}" in md
+        assert f"{100 * s['metrics']['mean_accuracy']['value']:.1f}" in md
+        tokens = s["metrics"]["tokens/input"]["value"], s["metrics"]["tokens/output"]["value"]
+        assert f"| {tokens[0]:,.0f} / {tokens[1]:,.0f} |" in md  # per entry, as rg's per question
+    assert md.count("I/O tokens: mean input / output tokens per item") == 2  # one meaning, said under both tables
     run = discover([FIXTURES]).runs[0]
     last = read_metrics(run)[-1]
     assert f"## Training run `{run.name}`" in md and f"| {last['step']} |" in md

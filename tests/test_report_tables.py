@@ -28,7 +28,8 @@ def runs(tmp_path_factory, tiny_model_dir) -> Path:
         shutil.copytree(REPORT / d, root / d)
     latm = json.loads((REPORT / "rg-build_use-reference" / "summary.json").read_text())
     (root / "rg-latm").mkdir()
-    (root / "rg-latm" / "summary.json").write_text(json.dumps({**latm, "mode": "latm", "label": "LATM"}))
+    relabelled = {**latm, "label": "LATM", "details": {**latm["details"], "mode": "latm"}}
+    (root / "rg-latm" / "summary.json").write_text(json.dumps(relabelled))
     for name, module in (("tabmwp", tabmwp), ("gqa", gqa)):
         base = [f"suite={name}", f"tiny_dir={tiny_model_dir}", *FILES[name], "suite.bootstrap=50",
                 "suite.sandbox.workers=2"]
@@ -49,8 +50,10 @@ def test_ood_table_has_a_row_per_benchmark_and_a_column_per_method(runs):
     for row, name in zip(rows, ("tabmwp", "gqa"), strict=True):
         smith = json.loads((runs / f"{name}-smith" / "summary.json").read_text())
         cot = json.loads((runs / f"{name}-cot" / "summary.json").read_text())
-        assert row["SMITH"] == "100.0±0.0" and smith["overall"] == {"value": 1.0, "se": 0.0, "lo": 1.0, "hi": 1.0}
-        assert row["CoT"] == f"{100 * cot['overall']['value']:.1f}±{100 * cot['overall']['se']:.1f}"
+        overall, base = smith["metrics"]["overall"], cot["metrics"]["overall"]
+        assert row["SMITH"] == "100.0±0.0" and (overall["value"], overall["se"], overall["lo"], overall["hi"]) == (
+            1.0, 0.0, 1.0, 1.0) and overall["interval"] == "bootstrap-95"
+        assert row["CoT"] == f"{100 * base['value']:.1f}±{100 * base['se']:.1f}"
 
 
 def test_report_renders_both_paper_tables_as_markdown_and_png(runs, tmp_path):
@@ -67,5 +70,6 @@ def test_report_renders_both_paper_tables_as_markdown_and_png(runs, tmp_path):
 
 
 def test_method_order_follows_the_paper():
-    runs = [(m, Path(m), {"mode": m}) for m in ("build_use", "ktce", "cot", "pool", "latm", "trove", "craft")]
+    modes = ("build_use", "ktce", "cot", "pool", "latm", "trove", "craft")
+    runs = [(m, Path(m), {"details": {"mode": m}}) for m in modes]
     assert [m for m, _, _ in by_method(runs)] == ["cot", "latm", "craft", "trove", "ktce", "build_use", "pool"]

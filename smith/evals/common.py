@@ -1,21 +1,37 @@
-"""Shared plumbing for every suite: the checks of eval.py's arguments, output directory, resumable JSONL
-logs, summaries, intervals."""
+"""Shared plumbing for every suite: the checks of eval.py's arguments, output directory (with its run.json),
+resumable JSONL logs, the one results schema of every summary.json, intervals."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import platform
+import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from smith.errors import ConfigError, writable_dir
 
 SUITE_MARK = ".smith-suite"  # names the suite whose results a directory holds
+RUN_FILE = "run.json"  # the config a directory's results were made with; a rerun must agree to resume
+SCHEMA_VERSION = 1
+SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
+# where things are, not what is computed: left out of the recorded config
+NOT_CONFIG = ("output_dir", "tiny_dir")
+# settings a rerun may change without changing any logged row: which items (limit), speed, labels, the
+# summary's bootstrap (recomputed over every row at the end), caches and the bfcl venv
+RESUME_MAY_CHANGE = ("limit", "quick", "suite.quick", "suite.label", "suite.plots", "suite.bootstrap",
+                     "suite.batch_size", "suite.concurrency", "suite.threads", "suite.timeout_s", "suite.port",
+                     "suite.cache_dir", "suite.python", "suite.api_key", "suite.sandbox.workers", "suite.sandbox.url")
+PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "reasoning-gym", "mcp", "vllm", "numpy", "scipy",
+            "sentence-transformers", "bm25s")
 
 
 def check_inputs(cfg: DictConfig, specs: Sequence[tuple[str, str]]) -> Path:
@@ -44,7 +60,65 @@ def output_dir(cfg: DictConfig) -> Path:
     (out / SUITE_MARK).write_text(suite + "\n")
     with open_dict(cfg):
         cfg.output_dir = str(out)
+    check_run(cfg, out)
     return out
+
+
+def run_config(cfg: DictConfig) -> dict[str, Any]:
+    """Every knob that can change a number: the resolved eval config (model, limit, quick, seed, mode, the
+    suite's settings) without the paths of where things are; an API key is recorded as set, never as text."""
+    conf = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(conf, dict)
+
+    def scrub(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: ("<set>" if k == "api_key" and v else scrub(v)) for k, v in node.items()}
+        return [scrub(v) for v in node] if isinstance(node, list) else node
+
+    return scrub({k: v for k, v in conf.items() if k not in NOT_CONFIG})
+
+
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict) and node:
+        return {k: v for key, sub in node.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): node}
+
+
+def check_run(cfg: DictConfig, out: Path) -> None:
+    """Resume safety: `out/run.json` records the config of the results in `out`; a rerun whose config differs
+    (outside RESUME_MAY_CHANGE) is refused in one line naming the keys, instead of mixing two settings' rows in
+    one summary. A suite module's own RESUME_MAY_CHANGE adds to those (lomekwi: `model`, its log is keyed by
+    model). A fresh directory, one written before run.json, or one where an earlier run stopped before writing
+    anything but run.json (a crash at model load) gets the current config."""
+    import importlib
+
+    path = out / RUN_FILE
+    config = run_config(cfg)
+    suite = str(cfg.suite.name)
+    own = getattr(importlib.import_module(f"smith.evals.{suite}"), "RESUME_MAY_CHANGE", ())
+    may_change = (*RESUME_MAY_CHANGE, *own)
+    if path.is_file() and _holds_results(out):
+        try:
+            old = json.loads(path.read_text())
+        except ValueError:
+            old = None
+        if not isinstance(old, dict) or old.get("schema_version") != SCHEMA_VERSION:
+            raise ConfigError(f"output_dir={out} holds a {RUN_FILE} from an older smith (its settings are not "
+                              "comparable); use another output_dir")
+        was, now = _flat(old.get("config", {})), _flat(config)
+        keys = [k for k in sorted(was.keys() | now.keys()) if was.get(k) != now.get(k)
+                and not any(k == m or k.startswith(m + ".") for m in may_change)]
+        if keys:
+            shown = ", ".join(f"{k}: {json.dumps(was.get(k))} -> {json.dumps(now.get(k))}" for k in keys[:6])
+            more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""
+            raise ConfigError(f"output_dir={out} holds results made with other settings ({shown}{more}); rerun "
+                              "with the recorded ones to resume, or use another output_dir")
+    write_json(path, {"schema_version": SCHEMA_VERSION, "suite": suite, "config": config})
+
+
+def _holds_results(out: Path) -> bool:
+    """Whether `out` holds any file a run wrote besides its markers (logs, results): what a rerun could mix."""
+    return any(p.is_file() for p in out.rglob("*") if p.name not in (SUITE_MARK, RUN_FILE))
 
 
 def suite_of(out: Path) -> str | None:
@@ -117,21 +191,105 @@ class EpisodeLog:
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Atomic JSON write (write then rename)."""
+    """Atomic, strict JSON write (write then rename): NaN and infinities become null (strict parsers and other
+    languages reject `NaN`), numpy values plain numbers, paths strings."""
     path = Path(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=_jsonable))
+    tmp.write_text(json.dumps(strict(obj), indent=2, allow_nan=False))
     os.replace(tmp, path)
 
 
-def _jsonable(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
+def strict(o: Any) -> Any:
+    """`o` as plain JSON values: the one place where NaN / inf turn into null (undefined, e.g. a rate over 0)."""
+    if isinstance(o, dict):
+        return {str(k): strict(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [strict(v) for v in o]
     if isinstance(o, np.ndarray):
-        return o.tolist()
+        return strict(o.tolist())
+    if isinstance(o, np.generic):
+        o = o.item()
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
     if isinstance(o, Path):
         return str(o)
+    if o is None or isinstance(o, str | int | float | bool):
+        return o
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------- results schema
+def metric(value: float | None, lo: float | None = None, hi: float | None = None, n: int | None = None,
+           interval: str | None = None, se: float | None = None, unit: str = "fraction") -> dict[str, Any]:
+    """One named metric of a summary: the same keys for every suite, so that a reader needs no suite code.
+    `interval` names the kind of [lo, hi] (e.g. "wilson-95", "bootstrap-95"), null when there is none."""
+    return {"value": value, "lo": lo, "hi": hi, "se": se, "n": n, "interval": interval, "unit": unit}
+
+
+def wilson_metric(k: int, n: int) -> dict[str, Any]:
+    """A proportion k / n with its 95% Wilson interval (all null when n = 0)."""
+    lo, hi = wilson(k, n)
+    return metric(k / n if n else None, lo, hi, n, "wilson-95")
+
+
+def versions() -> dict[str, str | None]:
+    """smith, python and the installed versions of the packages that change numbers (null: not installed). smith's
+    is its installed distribution's (an editable install's is the checkout's pyproject version at install)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {"smith": installed("smith"), "python": platform.python_version(), **{p: installed(p) for p in PACKAGES}}
+
+
+def git_state() -> dict[str, Any] | None:
+    """The commit smith runs from and whether tracked files differ from it; null outside a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        def git(*args: str) -> str:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True,
+                                  timeout=30).stdout.strip()
+
+        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_summary(out: Path, cfg: DictConfig, metrics: dict[str, dict[str, Any]], details: dict[str, Any],
+                  label: str | None = None, model: str | None = "") -> dict[str, Any]:
+    """Write out/summary.json in the one results schema (results.schema.json) and return it: who and what
+    (suite, model SPEC, label, config), with what (versions, git), when (date), the named `metrics` (built with
+    `metric`) and the suite's own `details`. `model=None` says the suite ran no model (bor, imported logs); the
+    default is cfg.model. `label` defaults to suite.label, else the model SPEC."""
+    model = str(cfg.model) if model == "" else model
+    summary = {
+        "schema_version": SCHEMA_VERSION, "suite": str(cfg.suite.name), "model": model,
+        "label": str(label or cfg.suite.get("label") or model or cfg.suite.name), "output_dir": str(out),
+        "config": run_config(cfg), "versions": versions(), "git": git_state(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "metrics": metrics, "details": details,
+    }
+    summary = strict(summary)
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def io_tokens(metrics: Mapping[str, Any]) -> str | None:
+    """The "I/O tokens" cell of any suite's metrics: mean input / output tokens per item (question, entry)."""
+    tin, tout = (metrics.get(f"tokens/{k}", {}).get("value") for k in ("input", "output"))
+    return None if tin is None or tout is None else f"{tin:,.0f} / {tout:,.0f}"
+
+
+def validate_summary(summary: Any) -> None:
+    """Raise jsonschema.ValidationError unless `summary` follows results.schema.json."""
+    import jsonschema
+
+    jsonschema.validate(summary, json.loads(SCHEMA_FILE.read_text()))
 
 
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], floatfmt: str = ".3f") -> str:

@@ -1,16 +1,19 @@
 """`smith report DIRS... --out D`: one Markdown + HTML page of paper-style tables and plots, from logs on disk.
 
-Every number comes from a file a run wrote: `summary.json` of eval suites (rg rows follow the SMITH paper's
-main table: Seen Avg, unseen Logic / Game / Algebra / Arith / Algo, Avg, I/O tokens, methods in the paper's
-order; tabmwp / gqa runs its out-of-domain table; bfcl rows BFCL's sections) and a training run's
-`metrics.jsonl` (reward axes per step, pool size per category) with the `tool_pool.json` of its checkpoints.
-A directory may hold many runs; it is searched recursively.
+Every number comes from a file a run wrote: the `summary.json` of eval suites, read through the one results
+schema (smith/evals/results.schema.json: its `metrics`, and `details` only for what a table names; rg rows follow
+the SMITH paper's main table: Seen Avg, unseen Logic / Game / Algebra / Arith / Algo, Avg, I/O tokens, methods in
+the paper's order; tabmwp / gqa runs its out-of-domain table; bfcl rows BFCL's sections), and a training run's
+`metrics.jsonl` (reward axes per step, pool size per category) with the `tool_pool.json` of its checkpoints. A
+directory may hold many runs; it is searched recursively. A summary.json outside the schema (written before it)
+is listed as skipped, never half-read. Every eval row links to its run's results.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from smith.curves import STYLES, plot_curves, read_metrics, series
-from smith.evals.common import markdown_table
+from smith.evals.common import io_tokens, markdown_table, validate_summary
 from smith.pool import POOL_FILE, checkpoints
 
+TOKENS_NOTE = ("I/O tokens: mean input / output tokens per item (an rg question, a BFCL entry), every turn of it "
+               "counted; the same in every table.")
 _AXIS = re.compile(r"^rewards/([^/]+)/mean$")
 _POOL = re.compile(r"^pool/size/(.+)$")
 
@@ -29,10 +34,14 @@ _POOL = re.compile(r"^pool/size/(.+)$")
 class Found:
     evals: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
     runs: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)  # a summary.json outside the schema, and why
 
 
 def discover(dirs: Iterable[str | Path]) -> Found:
-    """Eval directories (a summary.json with a `suite`) and training runs (a metrics.jsonl), in argument order."""
+    """Eval directories (a summary.json in the results schema) and training runs (a metrics.jsonl), in argument
+    order; summaries outside the schema are kept aside with the reason."""
+    from jsonschema import ValidationError
+
     found = Found()
     seen: set[Path] = set()
     for d in dirs:
@@ -46,15 +55,26 @@ def discover(dirs: Iterable[str | Path]) -> Found:
             seen.add(where.resolve())
             summary = where / "summary.json"
             if summary.is_file():
-                data = json.loads(summary.read_text())
-                if isinstance(data, dict) and data.get("suite"):
+                try:
+                    data = json.loads(summary.read_text(), parse_constant=_no_constant)
+                    validate_summary(data)
                     found.evals.append((where, data))
+                except ValueError as e:
+                    found.skipped.append((where, f"not strict JSON: {e}"))
+                except ValidationError as e:
+                    found.skipped.append((where, f"not the results schema: {e.message}"))
             if (where / "metrics.jsonl").is_file():
                 found.runs.append(where)
     if not found.evals and not found.runs:
+        why = "".join(f"; skipped {d}/summary.json: {reason}" for d, reason in found.skipped)
         raise FileNotFoundError(f"no summary.json or metrics.jsonl under {', '.join(map(str, dirs))}; "
-                                "pass directories written by eval.py or train.py")
+                                f"pass directories written by eval.py or train.py{why}")
     return found
+
+
+def _no_constant(name: str) -> None:
+    """json.loads hook: NaN / Infinity are not JSON (an old lomekwi summary.json holds NaN)."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def pool_growth(run: Path, rows: list[dict[str, Any]]) -> dict[str, tuple[list[float], list[float]]]:
@@ -118,12 +138,19 @@ def _slug(text: str) -> str:
 
 def _labels(evals: list[tuple[Path, dict[str, Any]]]) -> list[str]:
     """Row labels: a summary's own label, made unique with its directory name when two collide."""
-    raw = [str(s.get("label") or s.get("model") or d.name) for d, s in evals]
+    raw = [str(s["label"]) for _, s in evals]
     return [f"{lab} [{d.name}]" if raw.count(lab) > 1 else lab for lab, (d, _) in zip(raw, evals, strict=True)]
 
 
-def _pct(v: Any) -> float | None:
-    return None if v is None else 100.0 * float(v)
+def _pct(m: dict[str, Any] | None) -> float | None:
+    """A fraction metric in percent; None when absent or undefined."""
+    return None if m is None or m.get("value") is None else 100.0 * float(m["value"])
+
+
+def _link(d: Path, out: Path) -> str | None:
+    """A Markdown link from the report to the run's results.md (relative, so the page can move with its runs)."""
+    target = d / "results.md"
+    return f"[results.md]({os.path.relpath(target, out)})" if target.is_file() else None
 
 
 METHOD_ORDER = ("cot", "latm", "craft", "trove", "ktce")  # the paper's row order; SMITH's own modes come last
@@ -134,7 +161,7 @@ def by_method(runs: list[tuple[str, Path, dict[str, Any]]]) -> list[tuple[str, P
     """Runs in the paper's method order: Standard CoT, the inference-time baselines, then the rest (SMITH's
     build_use / pool runs, distilled adapters), each kind in argument order."""
     def rank(run: tuple[str, Path, dict[str, Any]]) -> int:
-        mode = run[2].get("mode")
+        mode = run[2]["details"].get("mode")
         return METHOD_ORDER.index(mode) if mode in METHOD_ORDER else len(METHOD_ORDER)
 
     return sorted(runs, key=rank)
@@ -194,24 +221,27 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
     if rg:
         md += ["## Reasoning-gym (SMITH paper, main table)", ""]
         main = [{"Method": lab, **paper_row(s)} for lab, _, s in rg]
-        md.append(markdown_table(main, ["Method", *PAPER_COLUMNS]))
-        md += ["", "Percent, ± bootstrap standard error. Seen Avg and Avg (unseen) average the groups; a group "
-               "averages its categories. I/O tokens: mean input / output tokens per question. Rows in the "
-               "paper's order: CoT, the inference-time baselines, then the other runs.", ""]
+        md.append(markdown_table([{**row, "results": _link(d, out)} for row, (_, d, _) in zip(main, rg, strict=True)],
+                                 ["Method", *PAPER_COLUMNS, "results"]))
+        md += ["", f"Percent, ± bootstrap standard error. Seen Avg and Avg (unseen) average the groups; a group "
+               f"averages its categories. {TOKENS_NOTE} Rows in the paper's order: CoT, the inference-time "
+               "baselines, then the other runs.", ""]
         png = table_png(main, ["Method", *PAPER_COLUMNS], "Reasoning-gym: seen and unseen accuracy",
                         out / "main_table.png")
         md += [f"![main table]({png.name})", ""]
         detail = []
         for lab, _, s in rg:
-            row: dict[str, Any] = {"Method": lab, "mode": s.get("mode"), "questions": s.get("n_questions")}
+            row: dict[str, Any] = {"Method": lab, "mode": s["details"].get("mode"),
+                                   "questions": s["details"].get("n_questions")}
             for split in ("seen", "unseen"):
-                for g, cell in s.get("groups", {}).get(split, {}).items():
-                    row[f"{split} {g}"] = _pct(cell["value"])
+                for g, _ in PAPER_GROUPS:
+                    if f"{split}/{g}" in s["metrics"]:
+                        row[f"{split} {g}"] = _pct(s["metrics"][f"{split}/{g}"])
             detail.append(row)
         cols = ["Method", "mode", "questions", *(f"{sp} {g}" for sp in ("seen", "unseen") for g, _ in PAPER_GROUPS
                                                  if any(f"{sp} {g}" in r for r in detail))]
         md += ["### Per split and group", "", markdown_table(detail, cols, floatfmt=".1f"), ""]
-        png = plot_groups({lab: s for lab, _, s in rg}, out / "accuracy_by_group.png")
+        png = plot_groups({lab: s["details"] for lab, _, s in rg}, out / "accuracy_by_group.png")
         md += [f"![accuracy per group]({png.name})", ""]
 
     ood_rows, ood_cols = ood_table(found.evals)
@@ -224,25 +254,26 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
 
     bfcl = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] == "bfcl"]
     if bfcl:
-        names = list(dict.fromkeys(k for _, _, s in bfcl for k in s.get("sections", {})))
+        names = list(dict.fromkeys(k.removeprefix("section/") for _, _, s in bfcl for k in s["metrics"]
+                                   if k.startswith("section/")))
         rows = []
-        for lab, _, s in bfcl:
-            tok = s.get("tokens", {})
-            rows.append({"Model": lab, **{n: _pct(s["sections"].get(n)) for n in names},
-                         "Mean": _pct(s.get("mean_accuracy")), "entries": s.get("entries"),
-                         "I/O tokens": f"{tok['input']:,.0f} / {tok['output']:,.0f}"
-                         if tok.get("input") is not None else None})
+        for lab, d, s in bfcl:
+            m = s["metrics"]
+            rows.append({"Model": lab, **{n: _pct(m.get(f"section/{n}")) for n in names},
+                         "Mean": _pct(m.get("mean_accuracy")), "entries": m.get("mean_accuracy", {}).get("n"),
+                         "I/O tokens": io_tokens(m), "results": _link(d, out)})
         md += ["## BFCL v4 (offline categories)", "",
-               markdown_table(rows, ["Model", *names, "Mean", "entries", "I/O tokens"], floatfmt=".1f"), "",
-               "Percent. Sections follow BFCL's aggregation over the categories that were run; Mean averages "
-               "those categories.", ""]
+               markdown_table(rows, ["Model", *names, "Mean", "entries", "I/O tokens", "results"], floatfmt=".1f"),
+               "", "Percent. Sections follow BFCL's aggregation over the categories that were run; Mean averages "
+               f"those categories. {TOKENS_NOTE}", ""]
 
     shown = ("rg", "bfcl", *(suite for suite, _ in OOD_SUITES))
     others = [(labels[str(d)], d, s) for d, s in found.evals if s["suite"] not in shown]
     if others:
         md += ["## Other suites", "", markdown_table(
-            [{"suite": s["suite"], "run": lab, "results": f"{d}/results.md"} for lab, d, s in others],
-            ["suite", "run", "results"]), ""]
+            [{"suite": s["suite"], "run": lab, "metrics": len(s["metrics"]), "date": s["date"],
+              "results": _link(d, out)} for lab, d, s in others], ["suite", "run", "metrics", "date", "results"]),
+               "", "Each run's results.md holds its tables; its summary.json every metric with its interval.", ""]
 
     for run in found.runs:
         rows = read_metrics(run)
@@ -266,13 +297,19 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
         if pool:
             md += [f"![pool growth]({pool.name})", ""]
 
-    md += ["## Sources", ""] + [f"- `{d}` ({s['suite']})" for d, s in found.evals] + [f"- `{r}` (training run)"
-                                                                                     for r in found.runs]
+    md += ["## Sources", ""] + [f"- `{d}` ({s['suite']}, {s['date']}{_commit(s)})" for d, s in found.evals]
+    md += [f"- `{r}` (training run)" for r in found.runs]
+    md += [f"- skipped `{d}`: {reason}" for d, reason in found.skipped]
     text = "\n".join(md) + "\n"
     path = out / "report.md"
     path.write_text(text)
     (out / "report.html").write_text(to_html(text))
     return path
+
+
+def _commit(summary: dict[str, Any]) -> str:
+    git = summary.get("git")
+    return "" if not git else f", commit {git['commit'][:10]}{' (dirty)' if git['dirty'] else ''}"
 
 
 def to_html(markdown: str) -> str:

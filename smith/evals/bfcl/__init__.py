@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from smith.errors import ConfigError
 
@@ -104,7 +104,8 @@ def sections(acc: dict[str, float], counts: dict[str, int]) -> dict[str, float]:
 
 
 def summarize(scores: dict[str, Any]) -> dict[str, Any]:
-    """Per-category accuracy, BFCL's section accuracies over the categories run, their mean, and tokens."""
+    """Per-category accuracy, BFCL's section accuracies over the categories run, their mean, and tokens (mean
+    input / output tokens per generated entry, all turns of it)."""
     cats = {c: v for c, v in scores["categories"].items() if "accuracy" in v}
     acc = {c: float(v["accuracy"]) for c, v in cats.items()}
     gen = sum(v["generated"] for v in scores["categories"].values())
@@ -119,10 +120,26 @@ def summarize(scores: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def metrics(details: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Results-schema metrics: `<category>/accuracy` (Wilson, n = entries), `section/<name>` and `mean_accuracy`
+    (BFCL's aggregation: no interval), `tokens/input` and `tokens/output` (mean per generated entry)."""
+    from smith.evals.common import metric, wilson_metric
+
+    cats = {c: v for c, v in details["categories"].items() if "accuracy" in v}
+    out = {f"{c}/accuracy": wilson_metric(int(v["correct_count"]), int(v["total_count"])) for c, v in cats.items()}
+    out.update({f"section/{name}": metric(v, n=sum(int(cats[c]["total_count"]) for c in SECTIONS[name] if c in cats))
+                for name, v in details["sections"].items()})
+    out["mean_accuracy"] = metric(details["mean_accuracy"], n=details["entries"])
+    generated = sum(int(v["generated"]) for v in details["categories"].values())
+    for kind in ("input", "output"):
+        out[f"tokens/{kind}"] = metric(details["tokens"][kind], n=generated, unit="tokens per item")
+    return out
+
+
 def run(cfg: DictConfig) -> dict:
     """Serve or reach the model, run bfcl-eval in its venv, write summary.json, results.md and
     accuracy_by_category.png."""
-    from smith.evals.common import markdown_table, output_dir, write_json
+    from smith.evals.common import markdown_table, output_dir, write_summary
     from smith.models import openai_target
 
     from .plots import plot_accuracy
@@ -156,20 +173,23 @@ def run(cfg: DictConfig) -> dict:
                               timeout=float(s.timeout_s) if s.get("timeout_s") else None)
         if done.returncode != 0:
             raise RuntimeError(f"bfcl-eval failed (exit {done.returncode}); its output is above, its files in {root}")
-    summary = {"suite": "bfcl", "output_dir": str(out), "model": spec, "served_name": served,
-               "label": s.get("label") or spec.split("#")[-1].rstrip("/").split("/")[-1],
-               "limit": cfg.get("limit"), **summarize(json.loads((root / "scores.json").read_text())),
-               "config": OmegaConf.to_container(s, resolve=True)}
-    write_json(out / "summary.json", summary)
-    plot_accuracy(summary["categories"], summary["sections"], f"BFCL v4: {summary['label']}",
+    details = {"served_name": served, **summarize(json.loads((root / "scores.json").read_text()))}
+    summary = write_summary(out, cfg, metrics(details), details,
+                            label=s.get("label") or spec.split("#")[-1].rstrip("/").split("/")[-1])
+    plot_accuracy(details["categories"], details["sections"], f"BFCL v4: {summary['label']}",
                   out / "accuracy_by_category.png")
+
+    def per_entry(v: dict[str, Any]) -> str | None:
+        gen = v.get("generated")
+        return f"{v['input_tokens'] / gen:,.0f} / {v['output_tokens'] / gen:,.0f}" if gen else None
+
     rows = [{"category": c, "accuracy": 100 * v["accuracy"] if "accuracy" in v else None,
-             "correct": v.get("correct_count"), "total": v.get("total_count"),
-             "in/out tokens": f"{v['input_tokens']:,.0f} / {v['output_tokens']:,.0f}"}
-            for c, v in summary["categories"].items()]
-    rows += [{"category": f"**{name}**", "accuracy": 100 * v} for name, v in summary["sections"].items()]
+             "correct": v.get("correct_count"), "total": v.get("total_count"), "I/O tokens": per_entry(v)}
+            for c, v in details["categories"].items()]
+    rows += [{"category": f"**{name}**", "accuracy": 100 * v} for name, v in details["sections"].items()]
     (out / "results.md").write_text(f"# BFCL v4: {summary['label']}\n\n" + markdown_table(
-        rows, ["category", "accuracy", "correct", "total", "in/out tokens"], floatfmt=".1f")
+        rows, ["category", "accuracy", "correct", "total", "I/O tokens"], floatfmt=".1f")
         + "\nOffline categories only; section rows follow BFCL's own aggregation over the categories run (BFCL's "
-          "data_overall.csv, which counts categories not run as 0, is kept in summary.json as bfcl_overall_csv).\n")
+          "data_overall.csv, which counts categories not run as 0, is kept in summary.json's details as "
+          "bfcl_overall_csv). I/O tokens: mean input / output tokens per generated entry.\n")
     return summary

@@ -35,7 +35,7 @@ from smith.evals.bor.metric import (
     p_rand,
     per_query_bits,
 )
-from smith.evals.common import EpisodeLog, check_pool, markdown_table, output_dir, write_json
+from smith.evals.common import EpisodeLog, check_pool, markdown_table, metric, output_dir, wilson_metric, write_summary
 from smith.pool.retrieval import (
     AdaptiveRetriever,
     DepthPolicy,
@@ -210,17 +210,25 @@ def run(cfg: DictConfig) -> dict:
     rows = sorted(cells, key=lambda r: (r["benchmark"], r["N"], r["scorer"], _policy_order(r["policy"])))
     (out / "results.md").write_text(markdown_table(rows, COLUMNS))
     plots = [str(p) for p in _plot(rows, out)]
-    summary = {
-        "output_dir": str(out),
-        "suite": "bor",
+    details = {
         "benchmarks": {b.name: {"source": b.source, "queries": len(b.queries), "core_tools": b.core} for b in benches},
         "skipped": skipped,
-        "model": "not used (retrieval-only suite)",
         "rows": rows,
         "plots": plots,
     }
-    write_json(out / "summary.json", summary)
-    return summary
+    return write_summary(out, cfg, _metrics(rows), details, model=None, label="retrieval (no model)")
+
+
+def _metrics(rows: list[dict]) -> dict[str, dict[str, Any]]:
+    """Results-schema metrics per cell `<benchmark>/N=<N>/<scorer>/<policy>`: `bor` (bits, 95% percentile
+    bootstrap over queries; null where infinite: no hit), `coverage` (Wilson) and `mean_depth` (tools shown)."""
+    out = {}
+    for r in rows:
+        cell = f"{r['benchmark']}/N={r['N']}/{r['scorer']}/{r['policy']}"
+        out[f"{cell}/bor"] = metric(r["bor"], r["bor_lo"], r["bor_hi"], r["n"], "bootstrap-95", unit="bits")
+        out[f"{cell}/coverage"] = wilson_metric(round(r["coverage"] * r["n"]), r["n"])
+        out[f"{cell}/mean_depth"] = metric(r["mean_depth"], n=r["n"], unit="tools")
+    return out
 
 
 def _policy_order(name: str) -> tuple[int, int, str]:

@@ -6,8 +6,10 @@ Two modes, one metric code:
           episodes are appended to D/episodes.jsonl as they finish, so a killed run resumes.
 - import: `python eval.py suite=lomekwi import_logs=DIR output_dir=D` scores every episodes.jsonl under DIR
           in the released format (importer.py) and checks the paper's findings (published.py).
-Both write D/summary.json (per model N, C, R, E, S, G, build rate and 95% Wilson intervals, per cell too),
-D/summary.md, D/decomposition.png, D/build_rate.png and D/threshold_map.png.
+Both write D/summary.json (the results schema: per model C, R, E, S, G and build rate with 95% Wilson intervals
+as metrics `<model>/<metric>`; per cell too in its details), D/results.md, D/decomposition.png, D/build_rate.png
+and D/threshold_map.png. One D may collect several models' sweeps (the log is keyed by model; every model in it
+is summarised), so `model` is the one setting a rerun into D may change besides limit and speed.
 
 `suite.world=deep` selects Deep Lomekwi (deep.py) in both modes: its own grid and settings (`suite.deep`),
 the two recognition steps R1 and R2 in every summary, and D/deep_lomekwi.png instead of the three figures.
@@ -26,7 +28,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from smith.errors import ConfigError
-from smith.evals.common import EpisodeLog, markdown_table, output_dir, write_json
+from smith.evals.common import EpisodeLog, markdown_table, metric, output_dir, write_summary
 from smith.evals.lomekwi import costs, deep, importer, metrics, plots, published
 from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
 from smith.evals.lomekwi.env import (
@@ -45,6 +47,7 @@ FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_t
                "dropped_both", "won", "opened", "total_actions", "pickups", "stop_reason", "usage", "source")
 DEEP_FACT_FIELDS = (*FACT_FIELDS, "built_part", "part_turn", "held_two_parts")
 KNOWN_WORLDS = (*WORLDS, deep.WORLD)
+RESUME_MAY_CHANGE = ("model",)  # one output_dir may collect several models' sweeps (common.check_run)
 
 
 def check(cfg: DictConfig) -> list[tuple[str, str]]:
@@ -117,7 +120,7 @@ def _scripted(spec: str) -> str:
 def run(cfg: DictConfig) -> dict[str, Any]:
     out = output_dir(cfg)
     if cfg.get("import_logs"):
-        return score_logs(Path(str(cfg.import_logs)), out, world_of(cfg.suite))
+        return score_logs(cfg, out)
     return play_sweep(cfg, out)
 
 
@@ -171,18 +174,18 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
                 for seed, e in zip(batch, episodes, strict=True):
                     log.add({"key": importer.episode_key(model, n, t, seed), "model": model, "seed": seed,
                              "scheme": str(g.scheme), "elapsed_s": round(time.time() - t0, 3), **e.record()})
-    records = list(log)
-    summary = _summarize(records, out, mode="play", draw=bool(s.get("plots", True)), world=world)
-    summary["config"] = {"cells": cells, "reps": int(g.reps), "limit": limit, "scheme": str(g.scheme),
-                         "hint": bool(g.hint), "world": world, "no_progress_window": window, "rules": asdict(game),
-                         "budgets": {n: budget_for(n, float(s.budget_mult)) for n, _ in cells}}
-    write_json(out / "summary.json", summary)
-    return summary
+    details = _summarize(list(log), out, mode="play", draw=bool(s.get("plots", True)), world=world)
+    details["sweep"] = {"cells": cells, "reps": int(g.reps), "limit": limit, "scheme": str(g.scheme),
+                        "hint": bool(g.hint), "world": world, "no_progress_window": window, "rules": asdict(game),
+                        "budgets": {n: budget_for(n, float(s.budget_mult)) for n, _ in cells}}
+    return write_summary(out, cfg, _metrics(details["models"], world), details, model=model)
 
 
-def score_logs(root: Path, out: Path, world: str = "pickup") -> dict[str, Any]:
-    """Score released-format logs with the same metric code; check the paper's findings. `world` says which
-    game the logs are of (Deep Lomekwi rows have their own format and importer)."""
+def score_logs(cfg: DictConfig, out: Path) -> dict[str, Any]:
+    """Score the released-format logs under cfg.import_logs with the same metric code; check the paper's
+    findings. suite.world says which game the logs are of (Deep Lomekwi rows have their own format and
+    importer)."""
+    root, world = Path(str(cfg.import_logs)), world_of(cfg.suite)
     is_deep = world == deep.WORLD
     convert = deep.import_row if is_deep else importer.import_row
     records, sources = [], {}
@@ -193,18 +196,31 @@ def score_logs(root: Path, out: Path, world: str = "pickup") -> dict[str, Any]:
                               "models": sorted({r["model"] for r in recs})}
     fields = DEEP_FACT_FIELDS if is_deep else FACT_FIELDS
     (out / "imported.jsonl").write_text("".join(json.dumps({k: r.get(k) for k in fields}) + "\n" for r in records))
-    summary = _summarize(records, out, mode="import", world=world)
-    summary["sources"] = sources
-    summary["paper_checks"] = (published.check_deep_claims if is_deep else published.check_claims)(summary["models"])
-    write_json(out / "summary.json", summary)
-    return summary
+    details = _summarize(records, out, mode="import", world=world)
+    details["sources"] = sources
+    details["paper_checks"] = (published.check_deep_claims if is_deep else published.check_claims)(details["models"])
+    return write_summary(out, cfg, _metrics(details["models"], world), details, model=None,
+                         label=f"imported {root.name}")
+
+
+def _metrics(models: dict[str, dict[str, Any]], world: str) -> dict[str, dict[str, Any]]:
+    """Results-schema metrics `<model>/<C|R|E|S|G|build_rate>` (and R1, R2 for Deep Lomekwi): the proportion,
+    its 95% Wilson interval and its trials n (episodes for C, S, G, build rate; holds for R; builds for E)."""
+    names = [*metrics.METRICS, *deep.STEP_METRICS] if world == deep.WORLD else list(metrics.METRICS)
+    out = {}
+    for model, m in models.items():
+        trials = {k: n for k, (_, n) in metrics.Counts(**m["counts"]).fractions().items()}
+        trials.update({k: v[1] for k, v in m.get("step_counts", {}).items()})
+        for k in names:
+            out[f"{model}/{k}"] = metric(m[k], *m[f"{k}_ci"], n=trials[k], interval="wilson-95")
+    return out
 
 
 def _summarize(records: list[dict[str, Any]], out: Path, mode: str, draw: bool = True,
                world: str = "pickup") -> dict[str, Any]:
+    """The details block (per model and per cell decompositions, threshold map, plots) and D/results.md."""
     is_deep = world == deep.WORLD
-    summary: dict[str, Any] = {"suite": "lomekwi", "mode": mode, "world": world, "output_dir": str(out),
-                               **metrics.summarize(records)}
+    summary: dict[str, Any] = {"mode": mode, "world": world, **metrics.summarize(records)}
     for model in summary["models"]:
         rows = [r for r in records if r["model"] == model]
         summary["models"][model]["stop_reasons"] = dict(Counter(r["stop_reason"] for r in rows))
@@ -218,7 +234,7 @@ def _summarize(records: list[dict[str, Any]], out: Path, mode: str, draw: bool =
                                            "build_preferred": cost.build_preferred(n, t)}
                             for n, t in sorted({(r["n"], r["n_types"]) for r in records})}
     columns = [metrics.METRICS[0], *deep.STEP_METRICS, *metrics.METRICS[1:]] if is_deep else list(metrics.METRICS)
-    (out / "summary.md").write_text(_table(summary["models"], columns, is_deep))
+    (out / "results.md").write_text(_table(summary["models"], columns, is_deep))
     summary["plots"] = []
     if draw and is_deep:
         plots.plot_deep(summary["models"], out / "deep_lomekwi.png")

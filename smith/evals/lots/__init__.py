@@ -6,7 +6,7 @@ Per TGB family: serve the fitting requests under the full registry, score every 
 leave-one-out likelihood of the frozen answer, aggregate, choose the budget K on fitting accuracy, and
 evaluate the top-K space on the evaluation requests against the baselines of Table 1. Also: every ranking
 at fixed K (Figure 9), registry sizes 30-240 (Figure 21), and a stream of EMA updates under a serving cap
-with exploration (B.3, Figure 4). Writes D/summary.json, D/table.md, JSONL traces (serves, scores,
+with exploration (B.3, Figure 4). Writes D/summary.json (results schema), D/results.md, JSONL traces (serves, scores,
 per-method traces), stored task spaces, and PNG plots. Re-running with the same D resumes.
 
 `model=scripted:gold` is the harness check: an agent that answers with the gold chain's output.
@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from smith.errors import ConfigError
-from smith.evals.common import EpisodeLog, check_pool, markdown_table, output_dir, write_json
+from smith.evals.common import EpisodeLog, check_pool, markdown_table, metric, output_dir, write_json, write_summary
 from smith.evals.lots import baselines, plots, spaces, tgb
 from smith.evals.lots.scoring import LikelihoodScorer, loo_scores
 from smith.evals.lots.serving import Agent, ChatAgent, GoldAgent, Server, build_messages, menu_key
@@ -227,17 +227,15 @@ def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
     stream = _stream(lots, data, fits) if s.stream.rounds else {}
     pool = _pool(lots) if s.pool.path else {}
 
-    summary = {"suite": "lots", "model": str(cfg.model), "output_dir": str(out), "families": families,
-               "n_fit": len(next(iter(data.values()))[0]), "n_eval": len(next(iter(data.values()))[1]),
-               "deletion": str(s.deletion), "methods": results,
-               "lots": fits,
-               "fixed_k": fixed, "registry_scaling": scaling, "stream": stream, "pool": pool}
-    write_json(out / "summary.json", summary)
+    details = {"families": families, "n_fit": len(next(iter(data.values()))[0]),
+               "n_eval": len(next(iter(data.values()))[1]), "deletion": str(s.deletion), "methods": results,
+               "lots": fits, "fixed_k": fixed, "registry_scaling": scaling, "stream": stream, "pool": pool}
+    summary = write_summary(out, cfg, _metrics(results), details)
     rows = [{"method": m, "accuracy": 100 * results[m]["accuracy"], "tools kept": results[m]["tools_kept"],
              "prompt tokens": results[m]["prompt_tokens"]} for m in methods]
     fam_rows = [{"family": f, **{m: 100 * results[m]["by_family"][f] for m in methods},
                  "K": fits[f]["k"], "LOTS space": ", ".join(fits[f]["space"])} for f in families]
-    (out / "table.md").write_text(
+    (out / "results.md").write_text(
         f"# LOTS on TGB: {cfg.model}\n\nAccuracy (%) macro-averaged over families (Table 1 style).\n\n"
         + markdown_table(rows, ["method", "accuracy", "tools kept", "prompt tokens"], ".1f")
         + "\n## Per family\n\n" + markdown_table(fam_rows, ["family", *methods, "K", "LOTS space"], ".1f"))
@@ -253,6 +251,13 @@ def _plot_n(s: DictConfig, n_eval: int, n_families: int) -> dict[str, str]:
             "stream": f"n = {min(int(s.stream.eval), n_eval)} evaluation requests per point",
             "scaling": f"n = {scaled} evaluation requests x {fam} per point"
                        + (f" ({n_eval} at 15 tools)" if scaled != n_eval else "")}
+
+
+def _metrics(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Results-schema metrics per method: `<method>/accuracy` (macro over families; n = evaluation requests; no
+    interval), `<method>/tools_kept` (tools served per request) and `<method>/prompt_tokens` (mean per request)."""
+    return {f"{m}/{name}": metric(r[name], n=r["n"], unit=unit) for m, r in results.items()
+            for name, unit in (("accuracy", "fraction"), ("tools_kept", "tools"), ("prompt_tokens", "tokens per item"))}
 
 
 def _fixed_k(lots: Lots, server: Server, data: dict, fits: dict, schemas: list, embed: Any,

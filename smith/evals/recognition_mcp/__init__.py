@@ -44,14 +44,15 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
 def run(cfg: DictConfig) -> dict:
     """Run the sweep for `cfg.model` (or import `cfg.import_logs`) and write the summary; returns it."""
     import json
+    from pathlib import Path
 
-    from smith.evals.common import output_dir
+    from smith.evals.common import output_dir, write_summary
     from smith.models.base import SamplingParams
 
     from .agents import load_agent
     from .host import wants_no_think
     from .importer import import_logs
-    from .report import pilot_report, write_report
+    from .report import pilot_metrics, pilot_report, run_metrics, write_report
     from .sweep import pilot_plan, plan, run_sweep
 
     s = cfg.suite
@@ -61,7 +62,9 @@ def run(cfg: DictConfig) -> dict:
         records, stats = import_logs(cfg.import_logs, s.import_condition)
         with (out / "rollouts.jsonl").open("w") as f:
             f.writelines(json.dumps(r) + "\n" for r in records)
-        return write_report(records, out, "import", extra={"import": stats}, **score)
+        details = write_report(records, out, "import", extra={"import": stats}, **score)
+        return write_summary(out, cfg, run_metrics(details), details, model=None,
+                             label=f"imported {Path(str(cfg.import_logs)).name}")
     params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, seed=cfg.seed)
     agent = load_agent(str(cfg.model), cfg, params)
     no_think = wants_no_think(agent.name, s.no_think)
@@ -69,8 +72,10 @@ def run(cfg: DictConfig) -> dict:
         p = s.pilot
         episodes = pilot_plan(list(p.difficulties), p.reps, p.budget, p.max_turns, cfg.get("limit"), s.max_noop)
         records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
-        return pilot_report(records, out, p.budget_mult, extra={"model": agent.name, "episodes": len(records)})
+        details = pilot_report(records, out, p.budget_mult, extra={"model": agent.name, "episodes": len(records)})
+        return write_summary(out, cfg, pilot_metrics(details), details)
     episodes = plan(list(s.conditions), list(s.tools), list(s.reps), list(s.difficulties), cfg.get("limit"),
                     s.surcharge, s.max_turns, s.max_noop, s.obfuscate, s.sequential, s.nudge_errors)
     records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
-    return write_report(records, out, "run", extra={"model": agent.name, "episodes": len(records)}, **score)
+    details = write_report(records, out, "run", extra={"model": agent.name, "episodes": len(records)}, **score)
+    return write_summary(out, cfg, run_metrics(details), details)

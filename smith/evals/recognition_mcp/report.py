@@ -1,5 +1,5 @@
-"""Recognition-MCP outputs: summary.json, summary.md and the paper's three-panel figure (Figure 3/4), and
-the tools-off pilot's calibration table.
+"""Recognition-MCP outputs: the details and metrics of summary.json (results schema), results.md and the paper's
+three-panel figure (Figure 3/4), and the tools-off pilot's calibration table.
 
 The figure has one panel per metric -- manual success, oracle discovery, overall success -- with
 +-1 rollout-bootstrap standard error bars, as in the released plotter.
@@ -14,7 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from smith.evals.common import markdown_table, write_json
+from smith.evals import common
+from smith.evals.common import markdown_table
 
 from .scoring import METRICS, scored_rows, summarize
 
@@ -155,8 +156,8 @@ def three_panel(series: dict[str, list[tuple[float, str, dict]]], xlabel: str, p
 
 def write_report(records: list[dict], out: Path, mode: str, budget: int | None, surcharge: int | None,
                  n_boot: int, seed: int, extra: dict | None = None) -> dict:
-    """Score every rollout and write summary.json, summary.md, scored.jsonl and three_panel.png; error rows
-    (failed rollouts) are counted, not scored."""
+    """Score every rollout and write results.md, scored.jsonl and three_panel.png; returns the summary's details
+    (per model and condition, per cell). Error rows (failed rollouts) are counted, not scored."""
     def stats(rs: list[dict]) -> dict:
         return summarize(rs, budget, surcharge, n_boot, seed)
 
@@ -203,32 +204,51 @@ def write_report(records: list[dict], out: Path, mode: str, budget: int | None, 
         cell_rows = _table_rows([({"model": c["model"], "condition": c["condition"], "T": c["T"], "d": c["d"]}, c)
                                  for c in cells])
         md += ["\n## Per cell\n", markdown_table(cell_rows, ["condition", "T", "d", *columns[2:]])]
-    (out / "summary.md").write_text("\n".join(md))
-    summary = {"suite": "recognition_mcp", "mode": mode, "output_dir": str(out), "score_budget": budget,
-               "score_surcharge": surcharge, "bootstrap": n_boot, "models": dict(models), "cells": cells, **extra}
+    (out / "results.md").write_text("\n".join(md))
+    details = {"mode": mode, "score_budget": budget, "score_surcharge": surcharge, "bootstrap": n_boot,
+               "models": dict(models), "cells": cells, **extra}
     if len(models) == 1:  # a live run: the one model's conditions at the top level too
-        summary["conditions"] = next(iter(models.values()))
-    write_json(out / "summary.json", summary)
-    return summary
+        details["conditions"] = next(iter(models.values()))
+    return details
+
+
+def run_metrics(details: dict) -> dict[str, dict]:
+    """Results-schema metrics of a sweep or an import: `<model>/<condition>/<metric>` for manual success, oracle
+    discovery and overall success, with the rollout-bootstrap 95% interval and SE (n = rollouts, the unit
+    resampled)."""
+    return {f"{model}/{condition}/{name}": common.metric(s[name]["value"], s[name]["lo"], s[name]["hi"],
+                                                         s["rollouts"], "bootstrap-95", s[name]["se"])
+            for model, by_condition in details["models"].items() for condition, s in by_condition.items()
+            for name in METRICS}
+
+
+def pilot_metrics(details: dict) -> dict[str, dict]:
+    """Results-schema metrics of the pilot: `<model>/d<d>/accuracy` (Wilson, n = episodes) and
+    `<model>/d<d>/median_S` (median manual token cost of the correct submissions, n = those submissions)."""
+    out = {}
+    for c in details["cells"]:
+        key = f"{c['model']}/d{c['d']}"
+        out[f"{key}/accuracy"] = common.wilson_metric(c["correct"], c["episodes"])
+        out[f"{key}/median_S"] = common.metric(c["median_S"], n=c["correct"], unit="tokens per item")
+    return out
 
 
 def pilot_report(records: list[dict], out: Path, budget_mult: float, extra: dict | None = None) -> dict:
     """The tools-off pilot table per (model, d): manual accuracy, the median meter S of correct submissions
     and the budget the released pilot suggests from it, round(budget_mult * median S). Error rows are
-    counted, not scored."""
+    counted, not scored. Writes results.md; returns the summary's details."""
     cells = []
     good = [r for r in records if not r.get("error")]
     for (model, d), rs in group(good, "model", "difficulty").items():
         costs = [r["submit"]["meter_raw"] for r in rs if r.get("submit") and r["submit"].get("correct")]
         median = statistics.median(costs) if costs else None
-        cells.append({"model": model, "d": d, "episodes": len(rs), "accuracy": len(costs) / len(rs),
-                      "median_S": median, "suggested_budget": round(budget_mult * median) if costs else None})
+        cells.append({"model": model, "d": d, "episodes": len(rs), "correct": len(costs),
+                      "accuracy": len(costs) / len(rs), "median_S": median,
+                      "suggested_budget": round(budget_mult * median) if costs else None})
     columns = ["model", "d", "episodes", "accuracy", "median_S", "suggested_budget"]
     md = ["# Recognition MCP (tools-off pilot)\n",
           f"Manual accuracy and median token cost S of correct submissions; suggested budget = {budget_mult} x "
           "median S.\n", markdown_table([{k: ("" if c[k] is None else c[k]) for k in columns} for c in cells], columns)]
-    (out / "summary.md").write_text("\n".join(md))
-    summary = {"suite": "recognition_mcp", "mode": "pilot", "output_dir": str(out), "budget_mult": budget_mult,
-               "cells": cells, "error_rows": len(records) - len(good), **(extra or {})}
-    write_json(out / "summary.json", summary)
-    return summary
+    (out / "results.md").write_text("\n".join(md))
+    return {"mode": "pilot", "budget_mult": budget_mult, "cells": cells, "error_rows": len(records) - len(good),
+            **(extra or {})}

@@ -104,7 +104,7 @@ def summarize(records: Iterable[dict], budget: int | None = None, surcharge: int
     out: dict = {}
     for j, name in enumerate(METRICS):
         b = bootstrap(counts, statistic=_ratio(j), n_resamples=n_boot, seed=seed)
-        out[name] = {"value": b["value"], "se": b["se"]}
+        out[name] = {"value": b["value"], "se": b["se"], "lo": b["lo"], "hi": b["hi"]}
     calls = [len(r["tool_calls"]) for r in records]
     out.update({
         "rollouts": len(records),

@@ -8,14 +8,14 @@ itself) build one tool per category from 4 easy examples and the model use it on
 questions; `pool` uses the tools of a pool file (`tool_pool.json`) or run directory, building one only for a
 category the pool lacks. `suite.writer=SPEC` makes writer and user different models (tool transfer across scale).
 `latm`, `craft`, `trove`, `ktce` are the paper's inference-time tool-making baselines (rg.baselines: one module
-per method; they keep what they build in D/toolsets.jsonl and add a `baseline` block to the summary).
+per method; they keep what they build in D/toolsets.jsonl and add a `baseline` block to the summary's details).
 
 The questions come from an item source (rg.sources): reasoning-gym's catalog here; the out-of-domain suites
 (smith.evals.tabmwp, smith.evals.gqa) run this same runner on their benchmark files.
 
-Writes D/run.json (what was run), D/tools.jsonl (one tool per category), D/episodes.jsonl (one row per
-question; a rerun into the same D skips the questions already there), D/summary.json, D/results.md and
-D/accuracy_by_group.png.
+Writes D/run.json (the config; a rerun with other settings is refused), D/tools.jsonl (one tool per category),
+D/episodes.jsonl (one row per question; a rerun into the same D skips the questions already there),
+D/summary.json (the results schema, smith.evals.common.write_summary), D/results.md and D/accuracy_by_group.png.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ MODES = ("cot", "build_use", "pool", *BASELINES)
 
 
 def _identity(cfg: DictConfig) -> dict[str, Any]:
-    """What identifies a run: a rerun into the same output_dir must agree on it to resume."""
+    """What was run, resolved (the writer defaults to the model, CoT has one turn): the summary's details and
+    its label. (Resume safety compares the whole config: common.check_run.)"""
     s = cfg.suite
     cot = cfg.mode == "cot"
     ident = {"mode": str(cfg.mode), "model": str(cfg.model), "writer": None if cot else str(s.writer or cfg.model),
@@ -76,20 +77,6 @@ def check(cfg: DictConfig, source: ItemSource | None = None) -> list[tuple[str, 
     return specs
 
 
-def _resume_check(out: Path, identity: dict[str, Any]) -> None:
-    import json
-
-    from smith.evals.common import write_json
-
-    path = out / "run.json"
-    if path.exists():
-        old = json.loads(path.read_text())
-        diff = {k: (old.get(k), v) for k, v in identity.items() if old.get(k) != v}
-        if diff:
-            raise ConfigError(f"{out} holds a run with other settings {diff}; use another output_dir")
-    write_json(path, identity)
-
-
 def _sandbox(cfg: DictConfig) -> tuple[Any, Any]:
     from sandbox import Limits, Sandbox
 
@@ -120,7 +107,6 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSou
     s = cfg.suite
     out = output_dir(cfg)
     identity = _identity(cfg)
-    _resume_check(out, identity)
 
     source = source or ReasoningGym(cfg)
     cats = source.categories()
@@ -218,12 +204,14 @@ def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], source: 
 def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: list[dict[str, Any]],
                   tool_rows: dict[str, dict[str, Any]], extra: dict[str, Any] | None = None,
                   source: ItemSource | None = None) -> dict:
-    """summary.json, results.md and accuracy_by_group.png from the episode rows of this run's questions
-    (`extra`: a mode's own summary fields, e.g. a baseline's budgets and spend; `source`: whose headline row
-    results.md shows, default reasoning-gym's paper row)."""
+    """summary.json (results schema: macro and group accuracies, the accuracy over all questions, mean I/O tokens
+    per question as metrics), results.md and accuracy_by_group.png from the episode rows of this run's questions
+    (`extra`: a mode's own details, e.g. a baseline's budgets and spend; `source`: whose headline row results.md
+    shows, default reasoning-gym's paper row)."""
     import numpy as np
 
-    from smith.evals.common import bootstrap, markdown_table, write_json
+    from smith.evals import common
+    from smith.evals.common import bootstrap, markdown_table
 
     from .plots import plot_groups
 
@@ -249,18 +237,17 @@ def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: li
         if cat in tool_rows:
             cell["tool_source"] = tool_rows[cat]["source"]
     build = [r for r in tool_rows.values() if r["source"] != "pool"]
-    summary = {
-        "suite": str(cfg.suite.name), "output_dir": str(out), **identity, "n_questions": len(rows),
-        "label": cfg.suite.get("label") or _label(identity),
-        **table, "overall": bootstrap([float(r["correct"]) for r in rows], n_resamples=int(cfg.suite.bootstrap),
-                                      seed=int(cfg.seed)),
-        "tokens": tokens,
+    details = {
+        **identity, "n_questions": len(rows), **table, "tokens": tokens,
         "build_tokens": {"input": sum(r["prompt_tokens"] for r in build),
                          "output": sum(r["completion_tokens"] for r in build), "tools": len(build),
-                         "built_ok": sum(bool(r["ok"]) for r in build)},
-        "config": OmegaConf.to_container(cfg.suite, resolve=True), **(extra or {}),
+                         "built_ok": sum(bool(r["ok"]) for r in build)}, **(extra or {}),
     }
-    write_json(out / "summary.json", summary)
+    metrics = _metrics(table, rows, tokens["all"])
+    overall = bootstrap([float(r["correct"]) for r in rows], n_resamples=int(cfg.suite.bootstrap), seed=int(cfg.seed))
+    metrics["overall"] = common.metric(overall["value"], overall["lo"], overall["hi"], len(rows), "bootstrap-95",
+                                       overall["se"])  # over all questions: the paper's out-of-domain numbers
+    summary = common.write_summary(out, cfg, metrics, details, label=cfg.suite.get("label") or _label(identity))
     cat_rows = [{"category": c, "group": v["group"], "split": v["split"], "n": v["n"],
                  "accuracy": 100 * v["value"], "95% CI": f"[{100 * v['lo']:.1f}, {100 * v['hi']:.1f}]",
                  "in/out tokens": f"{v['input_tokens']:,.0f} / {v['output_tokens']:,.0f}",
@@ -276,8 +263,26 @@ def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: li
                                       "tool"], floatfmt=".1f"))
     (out / "results.md").write_text(md)
     if isinstance(source, ReasoningGym):  # the figure's x axis is the paper's reasoning-gym groups
-        plot_groups({summary["label"]: summary}, out / "accuracy_by_group.png")
+        plot_groups({summary["label"]: summary["details"]}, out / "accuracy_by_group.png")
     return summary
+
+
+def _metrics(table: dict[str, Any], rows: list[dict[str, Any]], tokens: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The results-schema metrics: `<split>/avg` and `<split>/<group>` accuracies (stratified bootstrap, n =
+    questions) and `tokens/input`, `tokens/output` (mean tokens per question, all turns of it)."""
+    from smith.evals.common import metric
+
+    def cell(c: dict[str, Any], n: int) -> dict[str, Any]:
+        return metric(c["value"], c["lo"], c["hi"], n, "stratified-bootstrap-95", c["se"])
+
+    out: dict[str, dict[str, Any]] = {}
+    for split, macro in table["macro"].items():
+        out[f"{split}/avg"] = cell(macro, sum(r["split"] == split for r in rows))
+        for g, c in table["groups"][split].items():
+            out[f"{split}/{g}"] = cell(c, sum(r["split"] == split and r["group"] == g for r in rows))
+    for kind in ("input", "output"):
+        out[f"tokens/{kind}"] = metric(tokens[kind], n=tokens["n"], unit="tokens per item")
+    return out
 
 
 def _short(spec: str) -> str:

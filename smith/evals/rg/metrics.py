@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from smith.evals.common import io_tokens
+
 # the paper's column order and labels; keys are smith.tasks.GROUPS
 PAPER_GROUPS = (("Logic", "Logic"), ("Games", "Game"), ("Algebra", "Algebra"), ("Arithmetic", "Arith"),
                 ("Algorithms", "Algo"))
@@ -91,24 +93,23 @@ def accuracy_table(
 
 
 def paper_row(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """One row of the paper's main table from an rg summary: Seen Avg, unseen groups, unseen Avg (percent,
-    "value±se" with the bootstrap standard error) and mean input / output tokens per question."""
+    """One row of the paper's main table from the metrics of an rg summary (results schema): Seen Avg, unseen
+    groups, unseen Avg (percent, "value±se" with the bootstrap standard error) and mean input / output tokens
+    per question."""
+    metrics = summary.get("metrics", {})
 
     def pct(cell: Mapping[str, Any] | None) -> str | None:
-        if cell is None:
+        if cell is None or cell.get("value") is None:
             return None
         se = cell.get("se")
         value = 100.0 * float(cell["value"])
-        return f"{value:.1f}" if se is None or se != se else f"{value:.1f}±{100.0 * float(se):.1f}"
+        return f"{value:.1f}" if se is None else f"{value:.1f}±{100.0 * float(se):.1f}"
 
-    unseen = summary.get("groups", {}).get("unseen", {})
-    row: dict[str, Any] = {"Seen Avg": pct(summary.get("macro", {}).get("seen"))}
+    row: dict[str, Any] = {"Seen Avg": pct(metrics.get("seen/avg"))}
     for key, label in PAPER_GROUPS:
-        row[label] = pct(unseen.get(key))
-    row["Avg"] = pct(summary.get("macro", {}).get("unseen"))
-    tok = summary.get("tokens", {}).get("all", {})
-    row["I/O tokens"] = (f"{tok['input']:,.0f} / {tok['output']:,.0f}"
-                         if tok.get("input") is not None and tok.get("output") is not None else None)
+        row[label] = pct(metrics.get(f"unseen/{key}"))
+    row["Avg"] = pct(metrics.get("unseen/avg"))
+    row["I/O tokens"] = io_tokens(metrics)
     return row
 
 

@@ -156,6 +156,6 @@ def ood_row(summary: dict[str, Any]) -> dict[str, Any]:
     mean input / output tokens per question."""
     from .metrics import paper_row
 
-    cell = summary.get("overall")
-    value = None if not cell else f"{100 * cell['value']:.1f}±{100 * cell['se']:.1f}"
+    cell = summary.get("metrics", {}).get("overall")
+    value = None if not cell or cell.get("value") is None else f"{100 * cell['value']:.1f}±{100 * cell['se']:.1f}"
     return {"Accuracy": value, "I/O tokens": paper_row(summary)["I/O tokens"]}
