@@ -173,3 +173,18 @@ def test_checks_name_the_missing_file_setting(tmp_path, tiny_model_dir):
         tabmwp.check(compose("eval", [*base, f"suite.data={bad}"], ("suite",)))
     with pytest.raises(ConfigError, match=r"suite\.scenes=PATH"):
         gqa.check(compose("eval", ["suite=gqa", FILES["gqa"][0]], ("suite",)))
+
+
+@pytest.mark.parametrize("mode", ["craft", "trove", "ktce"])
+@pytest.mark.parametrize("suite", ["tabmwp", "gqa"])
+def test_every_baseline_runs_on_the_ood_suites_with_the_tiny_model(suite, mode, tmp_path, tiny_model_dir):
+    """The tiny model through each remaining baseline on both OOD suites (LATM is above, with a scripted maker):
+    every question is answered and logged with its tokens, the method's block is in the summary's details."""
+    import importlib
+
+    module = importlib.import_module(f"smith.evals.{suite}")
+    out = tmp_path / mode
+    s = module.run(cfg_for(suite, out, "tiny", tiny_model_dir, f"mode={mode}", "quick=true", "limit=1"))
+    d = s["details"]
+    assert d["mode"] == mode and d["baseline"]["method"].lower() == mode and d["n_questions"] == len(rows(out))
+    assert all(r["prompt_tokens"] > 0 for r in rows(out)) and s["metrics"]["overall"]["n"] == d["n_questions"]
