@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from smith.evals.rg import _metrics
 from smith.evals.rg.metrics import PAPER_COLUMNS, accuracy_table, bootstrap_matrix, interval, paper_row
 
 CORRECT = {"a": [1, 0, 1, 1], "b": [0, 0], "c": [1, 1], "d": [1], "empty": []}
@@ -51,7 +52,8 @@ def test_accuracy_table_by_hand():
 
 def test_paper_row_formats_percent_and_tokens():
     t = accuracy_table(CORRECT, GROUPS, SPLITS, n_resamples=200, seed=0)
-    summary = {**t, "tokens": {"all": {"input": 664.4, "output": 1234.0}}}
+    rows = [{"split": SPLITS[c], "group": GROUPS[c]} for c, v in CORRECT.items() for _ in v]
+    summary = {"metrics": _metrics(t, rows, {"input": 664.4, "output": 1234.0, "n": len(rows)})}  # results schema
     row = paper_row(summary)
     assert list(row) == list(PAPER_COLUMNS)
     assert row["Seen Avg"] == "100.0±0.0"
