@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from smith.tasks import Item
 
-from .rg.sources import FileSource
+from .rg.sources import FileSuite
 
 STRUCTURAL = ("verify", "query", "choose", "logical", "compare")
 SEMANTIC = ("obj", "attr", "cat", "rel", "global")
@@ -111,19 +111,5 @@ def correct(answer: str, entry: dict[str, Any]) -> bool:
     return normalize(answer) == normalize(entry["answer"])
 
 
-def source(cfg: DictConfig) -> FileSource:
-    return FileSource(cfg, load, GROUPS, correct)
-
-
-def check(cfg: DictConfig) -> list[tuple[str, str]]:
-    """rg's checks with GQA's files (they must load); returns the model SPECs the run loads."""
-    from . import rg
-
-    return rg.check(cfg, source(cfg))
-
-
-def run(cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
-    """Run (or resume) the suite through the rg runner; returns the summary."""
-    from . import rg
-
-    return rg.run(cfg, backends, source(cfg))
+SUITE = FileSuite(load, GROUPS, correct)
+check, run = SUITE.check, SUITE.run  # the suite interface (smith.evals)

@@ -40,7 +40,7 @@ from omegaconf import DictConfig
 
 from smith.tasks import Item
 
-from .rg.sources import FileSource
+from .rg.sources import FileSuite
 
 # TabMWP's answer types and question types (its paper's FREE: INT, DEC; MC: EXTR, BOOL, OTH)
 GROUPS = {"integer_number": "Free text", "decimal_number": "Free text", "extractive_text": "Multi-choice",
@@ -141,19 +141,5 @@ def correct(answer: str, entry: dict[str, Any]) -> bool:
     return normalize(pred, entry["unit"]) == normalize(entry["answer"], entry["unit"])
 
 
-def source(cfg: DictConfig) -> FileSource:
-    return FileSource(cfg, load, GROUPS, correct)
-
-
-def check(cfg: DictConfig) -> list[tuple[str, str]]:
-    """rg's checks with TabMWP's files (they must load); returns the model SPECs the run loads."""
-    from . import rg
-
-    return rg.check(cfg, source(cfg))
-
-
-def run(cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
-    """Run (or resume) the suite through the rg runner; returns the summary."""
-    from . import rg
-
-    return rg.run(cfg, backends, source(cfg))
+SUITE = FileSuite(load, GROUPS, correct)
+check, run = SUITE.check, SUITE.run  # the suite interface (smith.evals)

@@ -159,3 +159,27 @@ def ood_row(summary: dict[str, Any]) -> dict[str, Any]:
     cell = summary.get("metrics", {}).get("overall")
     value = None if not cell or cell.get("value") is None else f"{100 * cell['value']:.1f}±{100 * cell['se']:.1f}"
     return {"Accuracy": value, "I/O tokens": paper_row(summary)["I/O tokens"]}
+
+
+class FileSuite:
+    """An out-of-domain suite (tabmwp, gqa) as the suite interface: its files as a `FileSource`, checked and run
+    by the rg runner. The benchmark module supplies only its loader, category groups and scorer."""
+
+    def __init__(self, load: Callable[[str, DictConfig], list[Item]], groups: dict[str, str],
+                 scorer: Callable[[str, dict[str, Any]], bool]) -> None:
+        self.load, self.groups, self.scorer = load, groups, scorer
+
+    def source(self, cfg: DictConfig) -> FileSource:
+        return FileSource(cfg, self.load, self.groups, self.scorer)
+
+    def check(self, cfg: DictConfig) -> list[tuple[str, str]]:
+        """rg's checks with the benchmark's files (they must load); returns the model SPECs the run loads."""
+        from smith.evals import rg
+
+        return rg.check(cfg, self.source(cfg))
+
+    def run(self, cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
+        """Run (or resume) the suite through the rg runner; returns the summary."""
+        from smith.evals import rg
+
+        return rg.run(cfg, backends, self.source(cfg))
