@@ -234,12 +234,10 @@ class Workshop(Vault):
 
     def use(self, item: str, target: str) -> str:
         w = self.world
-        door = self._door(target)
-        if door is None:
-            return f"There is no {target}."
-        d = self._say(target, w.doors[door - 1])
-        if door in self.opened:
-            return f"{d} is already open."
+        found = self._closed_door(target)
+        if isinstance(found, str):
+            return found
+        door, d = found
         if self._is_machine(item):
             axe = self._say(item, w.machine)
             if self.inv.get(w.machine, 0) < 1:

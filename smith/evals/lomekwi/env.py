@@ -441,6 +441,15 @@ class Vault:
     def _type(self, tok: str) -> str | None:
         return self._types.get(self._fold(tok))
 
+    def _closed_door(self, target: str) -> tuple[int, str] | str:
+        """The closed door `target` names and its spelling in replies, or the reply when there is no such door
+        or it is already open (the same first words of `use` in every world)."""
+        door = self._door(target)
+        if door is None:
+            return f"There is no {target}."
+        d = self._say(target, self.world.doors[door - 1])
+        return f"{d} is already open." if door in self.opened else (door, d)
+
     def _is_machine(self, tok: str) -> bool:
         return self._fold(tok) == self._fold(self.world.machine)
 
@@ -541,12 +550,10 @@ class Vault:
 
     def use(self, item: str, target: str) -> str:
         w = self.world
-        door = self._door(target)
-        if door is None:
-            return f"There is no {target}."
-        d = self._say(target, w.doors[door - 1])
-        if door in self.opened:
-            return f"{d} is already open."
+        found = self._closed_door(target)
+        if isinstance(found, str):
+            return found
+        door, d = found
         if self._is_machine(item):
             if not self.has_machine:
                 return f"You don't have a {w.machine}."
