@@ -212,7 +212,8 @@ class HFBackend(TokenBackend):
                 token = torch.where(done, torch.full_like(token, self.pad_id), token)
                 tokens.append(token)
                 logps.append(logp)
-                bar.update(int((~done).sum()))
+                if not bar.disable:  # a count (and its device sync) only when someone watches
+                    bar.update(int((~done).sum()))
                 done = done | torch.isin(token, eos)
                 if bool(done.all()):
                     break
