@@ -45,6 +45,8 @@ def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = ()
     except (HydraException, OmegaConfBaseException) as e:
         first = str(e).strip().splitlines()[0]
         raise ConfigError(f"bad override in {' '.join(overrides) or '(none)'}: {first}") from None
+    if not isinstance(cfg.get("quick", False), bool):
+        raise ConfigError(f"quick={cfg.quick} must be true or false")
     preset = OmegaConf.select(cfg, "suite.quick") if quick and cfg.get("quick") else None
     if preset:  # `quick=true`: the suite's own overrides first, so that the user's still win
         return compose(config_name, [*map(str, preset), *overrides], groups, quick=False)

@@ -39,6 +39,13 @@ def test_every_suite_has_a_preset_and_user_overrides_win(suite):
     assert mine.limit == 7
 
 
+def test_a_misspelt_quick_is_one_line_error():
+    from smith.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="quick=maybe must be true or false"):
+        compose("eval", ["suite=lomekwi", "quick=maybe"], ("suite",))
+
+
 def test_every_suite_documents_its_quick_command():
     assert {re.search(r"suite=(\w+)", c).group(1) for c in QUICK} == set(options("suite"))
 
