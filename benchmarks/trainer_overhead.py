@@ -57,10 +57,10 @@ def fixed_samples(tok, n_prompts: int, G: int, length: int, seed: int = 0):
 class FixedRollout:
     """Stands in for the episode runner only: hands out pre-made samples for each key's G repeats."""
 
-    def __init__(self, samples, settings) -> None:
-        self.samples, self.s, self.last_grading_wait = samples, settings, 0.0
+    def __init__(self, samples) -> None:
+        self.samples, self.last_grading_wait = samples, 0.0
 
-    def run(self, build, use, rng):
+    def run(self, build, use, rng, step):
         return [s for t in build + use for s in self._take(t)]
 
     def _take(self, key):
@@ -72,14 +72,16 @@ class KeySource:
         return key
 
 
-def make_args(out: str, steps: int, G: int, per_device: int):
+def make_args(out: str, steps: int, G: int, per_device: int, **smith):
     from trl import GRPOConfig
 
-    return GRPOConfig(output_dir=out, max_steps=steps, per_device_train_batch_size=per_device,
-                      num_generations=G, max_completion_length=64, loss_type="dapo", epsilon_high=0.28,
-                      beta=0.0, learning_rate=1e-4, logging_steps=1, report_to=[], use_cpu=True,
-                      shuffle_dataset=False, save_strategy="no", disable_tqdm=True, seed=0,
-                      multi_objective_aggregation="normalize_then_sum", remove_unused_columns=False)
+    from smith.train.args import SmithGRPOConfig
+
+    return (SmithGRPOConfig if smith else GRPOConfig)(
+        **smith, output_dir=out, max_steps=steps, per_device_train_batch_size=per_device, num_generations=G,
+        max_completion_length=64, loss_type="dapo", epsilon_high=0.28, beta=0.0, learning_rate=1e-4, logging_steps=1,
+        report_to=[], use_cpu=True, shuffle_dataset=False, save_strategy="no", disable_tqdm=True, seed=0,
+        multi_objective_aggregation="normalize_then_sum", remove_unused_columns=False)
 
 
 def main() -> None:
@@ -101,7 +103,7 @@ def main() -> None:
     from smith.pool import ToolPool
     from smith.rewards import AXES
     from smith.train.data import prompt_rows
-    from smith.train.session import Session, rollout_settings
+    from smith.train.session import Session
     from smith.train.trainer import AXIS_REWARDS, SmithTrainer
 
     tmp = Path(tempfile.mkdtemp(prefix="smith-bench-"))
@@ -139,11 +141,12 @@ def main() -> None:
         run_dir = tmp / "smith"
         run_dir.mkdir(exist_ok=True)
         samples = fixed_samples(tok, n_rows, G, a.length)
-        session = Session(cfg, run_dir, KeySource(), FixedRollout(samples, rollout_settings(cfg, run_dir)),
-                          ToolPool())
+        session = Session(cfg, run_dir, ToolPool())
         timer = StepTimer()
         t = SmithTrainer(model=model(), reward_funcs=AXIS_REWARDS, args=make_args(str(run_dir), a.steps, G,
-                         per_device), train_dataset=dataset, processing_class=tok, smith=session,
+                         per_device, advantage="per_axis", std_floor=float(cfg.dapo.std_floor),
+                         dynamic_sampling=True, loss_norm="per_kind"), train_dataset=dataset, processing_class=tok,
+                         session=session, tasks=KeySource(), make_rollout=lambda policy: FixedRollout(samples),
                          callbacks=[timer])
         t.train()
         return timer.times[1:]

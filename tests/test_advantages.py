@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from smith.train.advantages import per_axis_advantages
+from smith.train.advantages import ADVANTAGES, per_axis_advantages, summed_advantages
 
 NAN = math.nan
 W = torch.tensor([1.0, 1.0, 0.2, 1.0])  # format, evaluation, judge, use
@@ -53,4 +53,25 @@ def test_zero_variance_groups_are_dropped_unless_disabled():
 
 def test_group_size_must_divide():
     with pytest.raises(ValueError, match="groups of 3"):
-        per_axis_advantages(torch.zeros(4, 4), 3, W)
+        per_axis_advantages(torch.zeros(4, 4), 3, W, std_floor=0.1)
+
+
+def test_sum_then_normalize_by_hand():
+    """Plain GRPO on the weighted sum (a missing axis counts 0): one z-score per sample, split by axis."""
+    rewards = torch.tensor([[0.5, 0.25, 0.9, NAN], [0.5, 0.75, 0.8, NAN],
+                            [NAN, NAN, NAN, 2.0], [NAN, NAN, NAN, 2.0]])
+    out = summed_advantages(rewards, 2, W, std_floor=0.1)
+    # build sums: 0.5 + 0.25 + 0.18 = 0.93 and 0.5 + 0.75 + 0.16 = 1.41 -> mean 1.17, std 0.24
+    assert out.advantages[:2].tolist() == pytest.approx([-1.0, 1.0])
+    assert torch.allclose((out.per_axis * W).sum(-1)[:2], out.advantages[:2], atol=1e-6)
+    # the use group is constant: no signal, dropped (and kept, unweighted, when dynamic sampling is off)
+    assert out.keep.tolist() == [True, True, False, False] and out.signal.tolist() == out.keep.tolist()
+    assert summed_advantages(rewards, 2, W, std_floor=0.1, drop_zero_variance=False).keep.all()
+
+
+def test_estimators_are_chosen_by_name():
+    assert {"per_axis": per_axis_advantages, "sum_then_normalize": summed_advantages} == ADVANTAGES
+    rewards = torch.tensor([[1.0, NAN, NAN, NAN], [0.0, NAN, NAN, NAN]])
+    for name, estimate in ADVANTAGES.items():
+        out = estimate(rewards, 2, W, std_floor=0.1)
+        assert out.advantages.tolist() == pytest.approx([1.0, -1.0]), name

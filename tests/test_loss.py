@@ -3,8 +3,6 @@ count, one backward pass; checked against a hand computation of the gradient on 
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 import torch
 from datasets import Dataset
@@ -25,10 +23,9 @@ def _trainer(tiny_model_dir, tmp_path, loss_norm: str) -> SmithTrainer:
     args = grpo_args(cfg, tmp_path, on_gpu=False, num_processes=1)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
-    # the session only tells the trainer which loss to use here; no rollout runs
+    # no session or rollout: the trainer computes losses only (args.loss_norm says which)
     trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=args, processing_class=tok,
-                           train_dataset=Dataset.from_list(prompt_rows(8)),
-                           smith=SimpleNamespace(per_kind_loss=loss_norm == "per_kind"))
+                           train_dataset=Dataset.from_list(prompt_rows(8)))
     trainer.current_gradient_accumulation_steps = 1
     return trainer
 

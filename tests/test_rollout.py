@@ -219,10 +219,10 @@ def test_a_group_split_across_ranks_sees_one_menu(tok, sandbox, bank):
     item = bank[("spell_backward", "hard")][0]
 
     def prompts(key: str, rank_seed: int, step: int = 1) -> list[list[int]]:
-        ro = make(ScriptedBackend(tok, lambda ctx: "done"), sandbox, pool, step=step)
+        ro = make(ScriptedBackend(tok, lambda ctx: "done"), sandbox, pool)
         try:
             return [s.prompt_ids for s in ro.run([], [UseTask("spell_backward", [], item, key=key)] * 2,
-                                                 random.Random(rank_seed))]
+                                                 random.Random(rank_seed), step)]
         finally:
             ro.close()
 

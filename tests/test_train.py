@@ -104,6 +104,9 @@ def test_cli_run_then_resume(tiny_model_dir, tmp_path):
     assert json.loads((run / "tool_pool.json").read_text())["entries"]
     assert max(r.get("rewards/evaluation/mean") or 0 for r in rows) > 0 and max(r["rewards/use/mean"] for r in rows) > 0
     assert rows[0]["pool/size"] > 0 and rows[-1]["use/correct"] == 1.0
+    # TRL's own zero-std share describes its discarded advantages: smith logs the groups it found without signal
+    assert any(r["dynamic_sampling/frac_dropped"] > 0 for r in rows)
+    assert [r["frac_reward_zero_std"] for r in rows] == [r["dynamic_sampling/frac_dropped"] for r in rows]
     original = (run / "config.yaml").read_text()
     proc = _train_cli(*base, "max_steps=5", f"resume={run}")  # a longer run: max_steps may change on resume
     assert "resuming" in proc.stdout and "from checkpoint-3" in proc.stdout  # the final step is saved too
@@ -208,7 +211,7 @@ def test_task_stream_is_stratified_and_split_one_to_one():
 
 
 @pytest.mark.parametrize("override", ["evaluator.kind=selff", "judge.kind=off", "generation.backend=vllm2",
-                                      "sandbox.isolation=none"])
+                                      "dapo.advantage=gdpo", "sandbox.isolation=none"])
 def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path):
     cfg = compose("config", ["recipe=tiny", override])
     with pytest.raises(ConfigError, match=rf"^{re.escape(override)} is not one of "):

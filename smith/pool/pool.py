@@ -241,6 +241,11 @@ class ToolPool:
             entries.sort(key=lambda e: e.quality, reverse=True)
         return pool
 
+    def restore(self, path: str | os.PathLike) -> None:
+        """Become the saved pool at `path` in place (a resume: the rollout and the session share this object)."""
+        saved = ToolPool.load(path)
+        self.cap, self.groups, self._by_cat = saved.cap, saved.groups, saved._by_cat
+
 
 def checkpoints(run_dir: str | os.PathLike) -> list[tuple[int, Path]]:
     """A run directory's `checkpoint-<step>` directories, oldest first; anything else there (a

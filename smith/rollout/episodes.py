@@ -86,7 +86,6 @@ class RolloutSettings:
     evaluator_max_turns: int = 2
     judge_max_new_tokens: int = 256
     menu_size: int = 3  # tools a use prompt shows; with a retriever, a larger pool is shortlisted to this
-    step: int = 0
     source_run: str = ""
 
 
@@ -131,14 +130,18 @@ class Rollout:
         self.admit = admit or pool.admit
         self.retriever = retriever
         self.last_grading_wait = 0.0
+        self._step = 0
         self.catalog = catalog or load_catalog()
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
 
     # -- the batch ---------------------------------------------------------------------------------
-    def run(self, build: Sequence[BuildTask], use: Sequence[UseTask], rng: random.Random) -> list[Sample]:
-        """Build samples first, then use samples, in input order; grading overlaps use generation."""
+    def run(self, build: Sequence[BuildTask], use: Sequence[UseTask], rng: random.Random,
+            step: int = 0) -> list[Sample]:
+        """Build samples first, then use samples, in input order; grading overlaps use generation. `step` (the
+        trainer's) stamps admitted tools and seeds each group's menu."""
+        self._step = step
         build_samples, grading = self._generate_builds(build)
         use_samples = self._use_episodes(use, rng)
         t0 = time.perf_counter()
@@ -193,7 +196,7 @@ class Rollout:
         r_judge = self._judge(parsed, text, trace) if judged else NAN
         if ev.r_eval > 0:
             entry = PoolEntry(task.category, parsed.code, parsed.schema, parsed.function_name, ev.r_eval,
-                              None if math.isnan(r_judge) else r_judge, self.s.step, self.s.source_run)
+                              None if math.isnan(r_judge) else r_judge, self._step, self.s.source_run)
             with self._pool_lock:
                 trace["admitted"] = self.admit(entry)
         return {"format": format_reward(parsed), "evaluation": ev.r_eval, "judge": r_judge}
@@ -235,7 +238,7 @@ class Rollout:
         inner: list[int] = []
         for t in tasks:
             if id(t) not in menus:
-                group_rng = random.Random(f"{t.key}:{self.s.step}") if t.key is not None else rng
+                group_rng = random.Random(f"{t.key}:{self._step}") if t.key is not None else rng
                 menus[id(t)] = self.menu(t.category, group_rng, t.item.question)
             menu = menus[id(t)]
             if menu is None:  # no pool tool yet: build one first, inside the episode

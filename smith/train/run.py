@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from smith.errors import ConfigError, writable_dir, writable_parent
 from smith.models.openai import check_endpoint
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
+from smith.train.advantages import ADVANTAGES
+from smith.train.args import SmithGRPOConfig
 from smith.train.progress import ConsoleCallback, WandbConfig
 from smith.train.session import (
     Session,
@@ -135,7 +138,7 @@ OWNED = {
     "loss_type": "dapo.loss_type", "mask_truncated_completions": "dapo.mask_truncated_completions",
     "gradient_checkpointing": "dapo.gradient_checkpointing", "learning_rate": "dapo.learning_rate",
     "warmup_steps": "dapo.warmup_steps", "reward_weights": "rewards.weights",
-    "multi_objective_aggregation": "smith's per-axis advantages", "shuffle_dataset": "build.fraction (rows alternate)",
+    "multi_objective_aggregation": "dapo.advantage", "shuffle_dataset": "build.fraction (rows alternate)",
     "save_strategy": "save_every", "save_steps": "save_every", "logging_steps": "metrics.jsonl (one row per step)",
     "seed": "seed", "bf16": "model.dtype", "use_cpu": "device", "use_vllm": "generation.backend",
     "vllm_mode": "generation.vllm_mode", "vllm_server_base_url": "generation.vllm_server_url",
@@ -197,9 +200,7 @@ def trainer_overrides(cfg: DictConfig) -> dict[str, Any]:
     return overrides
 
 
-def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> Any:
-    from trl import GRPOConfig
-
+def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> SmithGRPOConfig:
     d = cfg.dapo
     per_device = per_device_batch(cfg, num_processes)
     report = [] if cfg.logging.wandb == "disabled" else ["wandb"]
@@ -226,7 +227,6 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
         learning_rate=float(d.learning_rate),
         warmup_steps=int(d.warmup_steps),
         reward_weights=[float(cfg.rewards.weights[f.__name__]) for f in AXIS_REWARDS],
-        multi_objective_aggregation="normalize_then_sum",
         shuffle_dataset=False,  # rows alternate build/use; in order, every batch splits 1:1
         save_strategy="steps",
         save_steps=int(cfg.save_every),
@@ -243,8 +243,10 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
     )
     defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,
                     disable_tqdm=True)  # smith prints one line per step (smith.train.progress)
+    smith = dict(advantage=str(d.advantage), std_floor=float(d.std_floor), dynamic_sampling=bool(d.dynamic_sampling),
+                 loss_norm=str(d.loss_norm))
     try:
-        return GRPOConfig(**{**defaults, **trainer_overrides(cfg), **owned})
+        return SmithGRPOConfig(**{**defaults, **trainer_overrides(cfg), **owned, **smith})
     except ValueError as e:
         raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None
 
@@ -292,6 +294,7 @@ def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
 CHOICES = {
     "device": ("auto", "cpu", "cuda"),
     "dapo.loss_norm": ("per_kind", "batch"),
+    "dapo.advantage": tuple(ADVANTAGES),
     "evaluator.kind": ("self", "direct", "external"),
     "judge.kind": ("self", "external", "none"),
     "generation.backend": ("hf", "vllm", "scripted"),
@@ -433,8 +436,14 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
                         band_examples=str(cfg.build.band_examples), band_heldout=str(cfg.build.band_heldout),
                         catalog=catalog)
     pool = ToolPool(int(cfg.pool.cap_per_category), groups={c.name: c.group for c in catalog.categories})
-    policy = HFBackend(model, tok, name=model_path)
-    copy = policy.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
+    hf = HFBackend(model, tok, name=model_path)
+    copy = hf.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
+    if script is not None:
+        from smith.models.scripted import ScriptedBackend
+
+        policy = ScriptedBackend(tok, script)
+    else:
+        policy = hf
     evaluator = {"self": copy, "direct": None}.get(str(cfg.evaluator.kind)) if cfg.evaluator.kind != "external" \
         else external_backend(cfg.evaluator, cfg)
     judge = {"self": copy, "none": None}.get(str(cfg.judge.kind)) if cfg.judge.kind != "external" \
@@ -451,27 +460,21 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     with ExitStack() as stack:
         sandbox, limits = make_sandbox(cfg)
         stack.callback(sandbox.close)
-        rollout = Rollout(policy, sandbox, limits, pool, rollout_settings(cfg, run_dir), evaluator=evaluator,
-                          judge=judge, workers=max(2, int(cfg.sandbox.workers)), retriever=retriever,
-                          catalog=catalog)
-        stack.callback(rollout.close)
         # the warm model lives at a local path only: checkpoints name that path as their base
         base = model_path if cfg.model.name_or_path == "tiny-warm" else None
-        session = Session(cfg, run_dir, source, rollout, pool, base_model=base)
-        rollout.admit = session.stage
+        session = Session(cfg, run_dir, pool, base_model=base)
+        # admissions are staged by the session, so that every rank admits every rank's tools in one order
+        make_rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool,
+                               settings=rollout_settings(cfg, run_dir), evaluator=evaluator, judge=judge,
+                               workers=max(2, int(cfg.sandbox.workers)), admit=session.stage, retriever=retriever,
+                               catalog=catalog)
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=args, train_dataset=dataset,
-                               processing_class=tok, smith=session,
+                               processing_class=tok, session=session, tasks=source, policy=policy,
+                               make_rollout=make_rollout,
                                callbacks=[SmithCallback(session), ConsoleCallback(run_dir), WandbConfig(cfg),
                                           *callbacks])
+        stack.callback(trainer.rollout.close)
         trainer.remove_callback(PrinterCallback)
-        if cfg.generation.backend == "vllm":
-            from smith.train.vllm_policy import TRLVLLMPolicy
-
-            rollout.policy = TRLVLLMPolicy(trainer, tok)
-        elif cfg.generation.backend == "scripted":
-            from smith.models.scripted import ScriptedBackend
-
-            rollout.policy = ScriptedBackend(tok, script)
         if ckpt is not None:
             restore(session, model, ckpt, state.process_index)
             print(f"resuming {run_dir} from {ckpt.name} (pool of {len(pool)} tools)")

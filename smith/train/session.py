@@ -1,8 +1,5 @@
-"""Everything one training run holds besides TRL's trainer: tasks, sandbox, pool, rollout, sync, logs.
-
-`run(cfg)` reads top to bottom: resolve the run directory, load the policy with its LoRA adapters,
-build the rollout, hand both to the trainer, train (or resume), and save the pool on the way out.
-"""
+"""One run's state beside TRL's trainer (the tool pool, staged admissions, evaluator sync, logs), its
+checkpoint extras and resume (the newest readable checkpoint, logs trimmed back, settings compared)."""
 
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ from yaml import YAMLError
 
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
-from smith.rewards import AXES
-from smith.rollout.episodes import Rollout, RolloutSettings, Sample
+from smith.rollout.episodes import RolloutSettings, Sample
 from smith.train.trainer import evaluator_state, gathered, sync_evaluator
 
 COMPLETE = "smith_checkpoint.json"  # written last: a checkpoint without it was interrupted and is ignored
@@ -38,27 +34,19 @@ EVALUATOR_FILE = "evaluator_adapter.pt"
 
 
 class Session:
-    """State shared by the rollout function and the callbacks of one run."""
+    """What one run keeps beside TRL's trainer: the tool pool, admissions staged across ranks, the evaluator
+    sync step, and the run's logs (metrics.jsonl, rollouts.jsonl)."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, source: Any, rollout: Rollout, pool: ToolPool,
-                 base_model: str | None = None) -> None:
+    def __init__(self, cfg: DictConfig, run_dir: Path, pool: ToolPool, base_model: str | None = None) -> None:
         """`base_model`: what checkpoints name as their base (default: the recipe's model.name_or_path)."""
-        self.cfg = cfg
         self.base_model = base_model or str(cfg.model.name_or_path)
         self.run_dir = run_dir
-        self.source = source
-        self.rollout = rollout
         self.pool = pool
         self.seed = int(cfg.seed)
-        self.weights = torch.tensor([float(cfg.rewards.weights[a]) for a in AXES])
-        self.std_floor = float(cfg.dapo.std_floor)
-        self.dynamic_sampling = bool(cfg.dapo.dynamic_sampling)
-        self.per_kind_loss = cfg.dapo.loss_norm == "per_kind"
         self.sync_every = int(cfg.evaluator.sync_every)
         self.has_evaluator_copy = cfg.evaluator.kind == "self" or cfg.judge.kind == "self"
         self.last_sync = 0
         self.staged: list[PoolEntry] = []
-        self.timing: dict[str, float] = {}
         self.step_metrics: dict[str, float] = {}
 
     # -- evaluator / judge sync ------------------------------------------------------------------------
@@ -95,9 +83,10 @@ class Session:
             f.write(json.dumps(row) + "\n")
 
     # -- logging ---------------------------------------------------------------------------------------
-    def record(self, samples: list[Sample], rank: int = 0, step: int = 0, keys: list[str] | None = None) -> None:
-        """Per-step metrics beyond TRL's own: format failures, pool sizes, use outcomes, timing; and this rank's
-        episodes, appended to its own log (ranks never share a file)."""
+    def record(self, samples: list[Sample], rank: int = 0, step: int = 0, keys: list[str] | None = None,
+               timing: dict[str, float] | None = None) -> None:
+        """Per-step metrics beyond TRL's own: format failures, pool sizes, use outcomes, `timing` (seconds by
+        phase); and this rank's episodes, appended to its own log (ranks never share a file)."""
         m: dict[str, float] = {}
         builds = [s for s in samples if "parse" in s.trace]
         for reason, n in format_reasons(samples).items():
@@ -113,7 +102,7 @@ class Session:
             m[f"pool/size/{cat}"] = float(n)
         m["tokens/completion"] = sum(sum(s.mask) for s in samples) / max(len(samples), 1)
         m["tokens/tool_output"] = sum(len(s.mask) - sum(s.mask) for s in samples) / max(len(samples), 1)
-        for k, v in self.timing.items():
+        for k, v in (timing or {}).items():
             m[f"time/{k}"] = v
         self.step_metrics = m
         with (self.run_dir / ("rollouts.jsonl" if rank == 0 else f"rollouts.rank{rank}.jsonl")).open("a") as f:
@@ -139,20 +128,21 @@ class SmithCallback(TrainerCallback):
     def __init__(self, session: Session) -> None:
         self.s = session
         self._step_start = 0.0
+        self._update = 0.0  # seconds of the last step outside generation and grading
 
     def on_step_begin(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         self._step_start = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         total = time.perf_counter() - self._step_start
-        self.s.timing["update"] = max(total - self.s.timing.get("generation", 0) - self.s.timing.get("grading", 0),
-                                      0.0)
+        rollout = sum(self.s.step_metrics.get(f"time/{k}", 0.0) for k in ("generation", "grading"))
+        self._update = max(total - rollout, 0.0)
 
     def on_log(self, args, state, control, logs=None, **kw):  # noqa: ANN001, ANN201
         if not state.is_world_process_zero or not logs or ("loss" not in logs and "reward" not in logs):
             return
         row = {"step": state.global_step, **_clean(dict(logs))}
-        row["time/update"] = self.s.timing.get("update")
+        row["time/update"] = self._update
         with (self.s.run_dir / "metrics.jsonl").open("a") as f:
             f.write(json.dumps(row) + "\n")
 
@@ -267,7 +257,7 @@ def _set_aside(ckpt: Path) -> Path:
 def restore(session: Session, model: Any, ckpt: Path, rank: int = 0) -> None:
     """Pool, evaluator copy and sync step from a checkpoint (TRL/Trainer restore the rest); this rank's logs
     trimmed back to the checkpoint's step."""
-    session.pool.__dict__.update(ToolPool.load(ckpt / POOL_FILE).__dict__)
+    session.pool.restore(ckpt / POOL_FILE)
     meta = json.loads((ckpt / COMPLETE).read_text())
     session.last_sync = int(meta.get("last_sync", 0))
     trim_logs(session.run_dir, int(meta["step"]), rank)

@@ -13,6 +13,7 @@ import math
 import os
 import random
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -24,7 +25,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from smith.rewards import AXES
 from smith.rollout.episodes import Rollout
-from smith.train.advantages import per_axis_advantages
+from smith.train.advantages import ADVANTAGES
 
 EVALUATOR_ADAPTER = "evaluator"
 POLICY_ADAPTER = "default"
@@ -72,43 +73,50 @@ def evaluator_state(model: Any) -> dict[str, torch.Tensor]:
 
 
 class SmithTrainer(GRPOTrainer):
-    """GRPOTrainer whose rollout_func runs SMITH episodes and whose advantages are per-axis."""
+    """GRPOTrainer whose rollout_func runs SMITH episodes and whose advantages come from `args.advantage`."""
 
-    def __init__(self, *args: Any, smith: Any, **kwargs: Any) -> None:
-        self.smith = smith  # smith.train.run.Session: task source, rollout, pool, settings
+    def __init__(self, *args: Any, session: Any = None, tasks: Any = None, policy: Any = None,
+                 make_rollout: Callable[[Any], Rollout] | None = None, **kwargs: Any) -> None:
+        """`session` (smith.train.session.Session): pool, admissions, sync, logs; `tasks.task(key)` turns a prompt
+        key into a task; `make_rollout(policy)` builds the episode runner around the policy the trainer settles
+        on: `policy` itself, or TRL's vLLM engine when `args.use_vllm` (which exists only once TRL is set up).
+        Without them the trainer computes losses only (tests of the loss)."""
+        self.session = session
+        self.tasks = tasks
         self._gathered_rewards: torch.Tensor | None = None
         super().__init__(*args, rollout_func=self._rollout, **kwargs)
         if self.use_vllm:
-            from smith.train.vllm_policy import reload_through_runner
+            from smith.train.vllm_policy import TRLVLLMPolicy, reload_through_runner
 
             reload_through_runner(self.vllm_generation)
+            policy = TRLVLLMPolicy(self, self.processing_class)
+        self.rollout = make_rollout(policy) if make_rollout is not None else None
+        self.estimate = ADVANTAGES[self.args.advantage]
 
     # -- rollouts ------------------------------------------------------------------------------------
     def _rollout(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
         """Per-process prompts (keys repeated G times) -> samples of build and use episodes."""
-        sess = self.smith
+        sess = self.session
         step = self.state.global_step
         if self.use_vllm and self.vllm_generation.mode == "server":
             self.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
         sess.maybe_sync(self, step)
-        rollout: Rollout = sess.rollout
-        rollout.s.step = step
         tasks: dict[str, Any] = {}
         for key in prompts:  # the G repeats of a key share one task object (one GRPO group)
             if key not in tasks:
-                tasks[key] = sess.source.task(key)
+                tasks[key] = self.tasks.task(key)
         build = [tasks[k] for k in prompts if k.startswith("build:")]
         use = [tasks[k] for k in prompts if k.startswith("use:")]
         rng = random.Random(f"{sess.seed}:{step}:{self.accelerator.process_index}")
         t0 = time.perf_counter()
-        samples = rollout.run(build, use, rng)
-        sess.timing["generation"] = time.perf_counter() - t0 - rollout.last_grading_wait
-        sess.timing["grading"] = rollout.last_grading_wait
+        samples = self.rollout.run(build, use, rng, step)
+        grading = self.rollout.last_grading_wait
+        timing = {"generation": time.perf_counter() - t0 - grading, "grading": grading}
         sess.share_admissions(self)
         by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
                    "use": iter([s for s in samples if s.kind == "use"])}
         ordered = [next(by_kind[k.split(":")[0]]) for k in prompts]  # back to TRL's order
-        sess.record(ordered, self.accelerator.process_index, step + 1, prompts)
+        sess.record(ordered, self.accelerator.process_index, step + 1, prompts, timing)
         out: dict[str, Any] = {
             "prompt_ids": [s.prompt_ids for s in ordered],
             "completion_ids": [s.completion_ids for s in ordered],
@@ -126,11 +134,13 @@ class SmithTrainer(GRPOTrainer):
         return rewards
 
     def _generate_and_score_completions(self, inputs):  # noqa: ANN001
+        """TRL's step with smith's advantages in place of its own. TRL has already logged statistics of its
+        discarded advantages: `frac_reward_zero_std` and the completions table's advantages are rewritten to
+        describe the ones trained with."""
         out = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
-        cfg = self.smith
-        adv = per_axis_advantages(self._gathered_rewards, self.num_generations, cfg.weights,
-                                  std_floor=cfg.std_floor, drop_zero_variance=cfg.dynamic_sampling)
+        adv = self.estimate(self._gathered_rewards, self.num_generations, self.reward_weights,
+                            std_floor=self.args.std_floor, drop_zero_variance=self.args.dynamic_sampling)
         n_local = out["advantages"].shape[0]
         local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
         out["advantages"] = adv.advantages[local].to(out["advantages"])
@@ -145,16 +155,21 @@ class SmithTrainer(GRPOTrainer):
         out["num_items_build"] = self.accelerator.gather(kept[is_build].sum()).sum()
         out["num_items_use"] = self.accelerator.gather(kept[~is_build].sum()).sum()
         metrics = self._metrics[mode]
+        metrics["frac_reward_zero_std"][-1] = 1.0 - adv.signal.float().mean().item()
+        logged = self._logs["advantages"]  # a bounded deque: TRL's values for this batch are its tail
+        for _ in range(min(len(adv.advantages), len(logged))):
+            logged.pop()
+        logged.extend(adv.advantages.tolist())
         metrics["dynamic_sampling/frac_dropped"].append(1.0 - adv.keep.float().mean().item())
         for i, axis in enumerate(AXES):
             applies = ~torch.isnan(self._gathered_rewards[:, i])
             if applies.any():
                 metrics[f"adv/{axis}/mean_abs"].append(adv.per_axis[applies, i].abs().mean().item())
         metrics["adv/total/mean_abs"].append(adv.advantages.abs().mean().item())
-        for name, value in cfg.step_metrics.items():
+        for name, value in self.session.step_metrics.items():
             metrics[name].append(value)
         if self.accelerator.num_processes > 1:  # what every rank must agree on, for multi-rank checks
-            cfg.log_rank(self.accelerator.process_index, self.state.global_step, adv.advantages.tolist())
+            self.session.log_rank(self.accelerator.process_index, self.state.global_step, adv.advantages.tolist())
         return out
 
     # -- loss ----------------------------------------------------------------------------------------
@@ -162,7 +177,7 @@ class SmithTrainer(GRPOTrainer):
         """SMITH's L = L_DAPO(B_build) + L_DAPO(B_use), each normalised by its own kept-token count (all ranks),
         one backward pass. With one denominator (`dapo.loss_norm=batch`) the longer build completions would
         down-weight the use half."""
-        if not self.smith.per_kind_loss:
+        if self.args.loss_norm != "per_kind":
             return super()._compute_loss(model, inputs)
         is_build = inputs["is_build"]
         loss = 0.0
