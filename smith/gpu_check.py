@@ -60,8 +60,9 @@ def overrides(model_dir: Path, run_dir: Path, dry_run: bool, steps: int) -> list
                                "judge.max_new_tokens=64", "dapo.gradient_checkpointing=true"])]
 
 
-def report(run_dir: Path, syncs: list[float], peak_gb: float | None, total_s: float, samples: int) -> dict[str, Any]:
+def report(run_dir: Path, peak_gb: float | None, total_s: float, samples: int) -> dict[str, Any]:
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    syncs = [r["time/sync"] for r in rows if r.get("time/sync")]  # the steps that re-synced the evaluator copy
     ckpt = max(run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     steps = []
     for r in rows:
@@ -105,25 +106,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     run_dir = work / ("run-dry" if a.dry_run else "run")
     model_dir = build_random_model(work / ("model-dry" if a.dry_run else "model"), a.dry_run)
 
-    import smith.train.session as session
     from smith.config import compose
     from smith.train.run import train
 
-    syncs: list[float] = []
-    sync = session.sync_evaluator
-
-    def timed_sync(model: Any) -> None:
-        s = time.perf_counter()
-        sync(model)
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        syncs.append(time.perf_counter() - s)
-
-    session.sync_evaluator = timed_sync
     cfg = compose("config", overrides(model_dir, run_dir, a.dry_run, a.steps), ("recipe",))
     train(cfg, run_dir)
     peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() and not a.dry_run else None
-    result = report(run_dir, syncs, peak, time.perf_counter() - t0, 2 * 8)
+    result = report(run_dir, peak, time.perf_counter() - t0, 2 * 8)
     result["device"] = torch.cuda.get_device_name() if peak is not None else "cpu (dry run)"
     out = Path(a.out) if a.out else work / "gpu_check.json"
     out.write_text(json.dumps(result, indent=2))

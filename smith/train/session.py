@@ -50,13 +50,24 @@ class Session:
         self.step_metrics: dict[str, float] = {}
 
     # -- evaluator / judge sync ------------------------------------------------------------------------
-    def maybe_sync(self, trainer: Any, step: int) -> None:
-        """Re-sync the frozen copy to the policy every `sync_every` steps (0: never, the No-Sync ablation)."""
+    def maybe_sync(self, trainer: Any, step: int) -> float:
+        """Re-sync the frozen copy to the policy every `sync_every` steps (0: never, the No-Sync ablation);
+        returns the seconds it took (0.0 without a sync; logged as `time/sync`)."""
         if not self.has_evaluator_copy or self.sync_every <= 0:
-            return
+            return 0.0
         if step > 0 and step % self.sync_every == 0 and step != self.last_sync:
+            t0 = time.perf_counter()
             sync_evaluator(trainer.accelerator.unwrap_model(trainer.model))
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
             self.last_sync = step
+            return time.perf_counter() - t0
+        return 0.0
+
+    def resume_from(self, pool_file: Path, last_sync: int) -> None:
+        """A checkpoint's pool (in place: the rollout shares it) and sync step."""
+        self.pool.restore(pool_file)
+        self.last_sync = last_sync
 
     # -- pool admissions across ranks ------------------------------------------------------------------
     def stage(self, entry: PoolEntry) -> bool:
@@ -135,7 +146,7 @@ class SmithCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         total = time.perf_counter() - self._step_start
-        rollout = sum(self.s.step_metrics.get(f"time/{k}", 0.0) for k in ("generation", "grading"))
+        rollout = sum(self.s.step_metrics.get(f"time/{k}", 0.0) for k in ("sync", "generation", "grading"))
         self._update = max(total - rollout, 0.0)
 
     def on_log(self, args, state, control, logs=None, **kw):  # noqa: ANN001, ANN201
@@ -257,9 +268,8 @@ def _set_aside(ckpt: Path) -> Path:
 def restore(session: Session, model: Any, ckpt: Path, rank: int = 0) -> None:
     """Pool, evaluator copy and sync step from a checkpoint (TRL/Trainer restore the rest); this rank's logs
     trimmed back to the checkpoint's step."""
-    session.pool.restore(ckpt / POOL_FILE)
     meta = json.loads((ckpt / COMPLETE).read_text())
-    session.last_sync = int(meta.get("last_sync", 0))
+    session.resume_from(ckpt / POOL_FILE, int(meta.get("last_sync", 0)))
     trim_logs(session.run_dir, int(meta["step"]), rank)
     if session.has_evaluator_copy and (ckpt / EVALUATOR_FILE).exists():
         state = torch.load(ckpt / EVALUATOR_FILE)

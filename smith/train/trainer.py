@@ -100,7 +100,7 @@ class SmithTrainer(GRPOTrainer):
         step = self.state.global_step
         if self.use_vllm and self.vllm_generation.mode == "server":
             self.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
-        sess.maybe_sync(self, step)
+        synced = sess.maybe_sync(self, step)
         tasks: dict[str, Any] = {}
         for key in prompts:  # the G repeats of a key share one task object (one GRPO group)
             if key not in tasks:
@@ -111,7 +111,7 @@ class SmithTrainer(GRPOTrainer):
         t0 = time.perf_counter()
         samples = self.rollout.run(build, use, rng, step)
         grading = self.rollout.last_grading_wait
-        timing = {"generation": time.perf_counter() - t0 - grading, "grading": grading}
+        timing = {"sync": synced, "generation": time.perf_counter() - t0 - grading, "grading": grading}
         sess.share_admissions(self)
         by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
                    "use": iter([s for s in samples if s.kind == "use"])}
