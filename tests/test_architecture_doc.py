@@ -120,6 +120,18 @@ def test_every_smith_name_in_the_doc_exists():
     assert not missing, f"docs/architecture.md names modules or objects that do not exist: {missing}"
 
 
+def test_every_backticked_smith_name_elsewhere_exists():
+    """The other docs, the README and the code's docstrings and comments: a name that moved or was renamed is
+    caught here. A variable's attribute (the `sandbox.size` of a Sandbox) and a `NAME` placeholder are not names."""
+    files = [*(ROOT / "docs").glob("*.md"), ROOT / "README.md", *(ROOT / "smith").rglob("*.py"),
+             *(ROOT / "sandbox").rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]
+    cfg = config()
+    missing = sorted(f"{path.relative_to(ROOT)}: {n}" for path in files
+                     for n in set(re.findall(r"`((?:smith|sandbox)(?:\.\w+)+)`", path.read_text()))
+                     if not resolves(n) and not in_config(n, cfg) and not n.endswith(".NAME") and n != "sandbox.size")
+    assert not missing, missing
+
+
 def test_every_config_key_in_the_doc_exists():
     cfg = config()
     keys = {k for k in re.findall(r"`([a-z_]+(?:\.[a-z_]+)+)(?:=[^`]*)?`", doc_text()) if k.split(".")[0] in cfg}
