@@ -230,3 +230,38 @@ def test_dependencies_point_one_way():
             bad.append(f"sandbox imports {module}")
         bad += [f"{pkg} imports {module}.{n}" for n in names if n.startswith("_") and not n.startswith("__")]
     assert bad == []
+
+
+def test_no_two_smith_modules_import_each_other():
+    """Within a package too, imports form no cycle, counting imports inside functions (a lazy import that only
+    dodges a cycle hides it); a package's `__init__` and its own modules are exempt."""
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in (ROOT / "smith").rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for m, path in modules.items():
+        base = m if path.name == "__init__.py" else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                mod = ".".join(x for x in (base.rsplit(".", node.level - 1)[0] if node.level else "", node.module or "")
+                               if x)
+                targets = [mod, *(f"{mod}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            graph[m] |= {t for t in targets if t in modules and not (t.startswith(m + ".") or m.startswith(t + "."))
+                         and t != m}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            here = todo.pop()
+            if here == goal:
+                return True
+            if here not in seen:
+                seen.add(here)
+                todo += graph[here]
+        return False
+
+    cycles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if a < b and reaches(b, a))
+    assert cycles == []

@@ -10,6 +10,7 @@ from smith.config import compose
 from smith.evals.bor import run
 from smith.evals.bor.benchmarks import bfcl_benchmark, bfcl_data_dir, smith_benchmark
 from smith.pool import PoolEntry, ToolPool
+from smith.toolspec import ToolSpec
 
 SMALL = [
     "suite=bor", "limit=60", "suite.queries_per_category=4", "suite.sizes=[20,60]", "suite.scorers=[bm25,random]",
@@ -61,7 +62,7 @@ def test_suite_on_a_smith_pool_file(tmp_path):
     for cat, desc in described.items():
         schema = {"name": "solve", "description": desc,
                   "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}}
-        pool.admit(PoolEntry(cat, f"def solve(question):\n    return {cat!r}\n", schema, "solve", r_eval=1.0))
+        pool.admit(PoolEntry(cat, ToolSpec(f"def solve(question):\n    return {cat!r}\n", schema, "solve"), r_eval=1.0))
     path = pool.save(tmp_path / "run")
     bench = smith_benchmark(4, 0, pool=path, categories=list(described))
     assert bench.source == f"pool:{path}" and bench.core == 3 and len(bench.queries) == 12

@@ -14,12 +14,13 @@ from sandbox import Limits
 from smith.episodes import Episode, menu_executor, play
 from smith.models.base import Generation, SamplingParams
 from smith.pool import PoolEntry
+from smith.toolspec import ToolSpec
 
 ROOT = Path(__file__).resolve().parent.parent
-DOUBLE = PoolEntry("lcm", "def double(question: str) -> str:\n    return str(2 * int(question))\n",
-                   {"name": "double", "description": "Twice the number.",
-                    "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
-                                   "required": ["question"]}}, "double", 1.0)
+DOUBLE = PoolEntry("lcm", ToolSpec("def double(question: str) -> str:\n    return str(2 * int(question))\n",
+                                   {"name": "double", "description": "Twice the number.",
+                                    "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
+                                                   "required": ["question"]}}, "double"), 1.0)
 
 
 class Chat:

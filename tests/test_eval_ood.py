@@ -117,10 +117,11 @@ def test_pool_mode_offers_the_pool_tool(tmp_path, tiny_model_dir):
     """A pool holding a tool for an OOD category is used as is; the other categories get built ones."""
     from smith.evals import tabmwp
     from smith.pool import PoolEntry, ToolPool
+    from smith.toolspec import ToolSpec
 
     schema = json.loads(tool_reply(reference_tools.TABMWP).split("```json\n")[1].split("```")[0])
     pool = ToolPool()
-    pool.admit(PoolEntry("integer_number", reference_tools.TABMWP, schema, "solve", 0.9, 0.8, step=3))
+    pool.admit(PoolEntry("integer_number", ToolSpec(reference_tools.TABMWP, schema, "solve"), 0.9, 0.8, step=3))
     path = pool.save(tmp_path / "run")
     out = tmp_path / "pool"
     s = tabmwp.run(cfg_for("tabmwp", out, "writer", tiny_model_dir, "mode=pool", f"suite.pool={path}"),

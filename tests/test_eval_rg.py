@@ -113,12 +113,13 @@ def test_build_use_with_reference_writer_solves_hard_items(tmp_path, endpoint, c
 def test_pool_mode_uses_pool_tool_and_builds_missing(tmp_path, endpoint, cache_dir, tiny_model_dir):
     from smith.evals.rg import run
     from smith.pool import PoolEntry, ToolPool
+    from smith.toolspec import ToolSpec
 
     _, spec = endpoint
     pool = ToolPool()
     code = (ROOT / "reference_tools" / f"{SEEN}.py").read_text()
     schema = json.loads(reference_reply(SEEN).split("```json\n")[1].split("```")[0])
-    pool.admit(PoolEntry(SEEN, code, schema, "solve", 0.9, 0.8, step=5, source_run="fixture"))
+    pool.admit(PoolEntry(SEEN, ToolSpec(code, schema, "solve"), 0.9, 0.8, step=5, source_run="fixture"))
     pool_file = pool.save(tmp_path / "run")
     out = tmp_path / "pool"
     s = run(rg_cfg(out, spec, cache_dir, tiny_model_dir, "mode=pool", f"suite.pool={pool_file}", "limit=2",

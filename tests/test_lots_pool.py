@@ -15,6 +15,7 @@ from smith.evals.lots.serving import ChatAgent
 from smith.models.base import Generation
 from smith.pool.pool import PoolEntry, ToolPool
 from smith.tasks import items, score
+from smith.toolspec import ToolSpec
 
 LCM = '''import math, re
 def lcm_of(question: str) -> str:
@@ -37,7 +38,7 @@ def _entry(category: str, code: str, name: str, description: str) -> PoolEntry:
     schema = {"name": name, "description": description,
               "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
                              "required": ["question"]}}
-    return PoolEntry(category=category, code=code, schema=schema, function_name=name, r_eval=0.5)
+    return PoolEntry(category=category, tool=ToolSpec(code, schema, name), r_eval=0.5)
 
 
 class FirstLine:

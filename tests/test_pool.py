@@ -5,13 +5,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+from pathlib import Path
 
 import pytest
 
 from smith.pool import PoolEntry, PoolFileError, ToolPool, menu_names
 from smith.pool.export import export, load_openai_export, to_openai
 from smith.pool.mcp_server import input_schema
+from smith.toolspec import ToolSpec
 
+ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = {"name": "solve", "description": "d", "parameters": {"type": "object", "properties": {
     "question": {"type": "string"}}, "required": ["question"]}}
 
@@ -19,7 +22,7 @@ SCHEMA = {"name": "solve", "description": "d", "parameters": {"type": "object", 
 def entry(cat: str, body: str = "return question", r_eval: float = 0.5, r_judge: float | None = None,
           step: int = 0, name: str = "solve") -> PoolEntry:
     code = f"def {name}(question: str) -> str:\n    {body}\n"
-    return PoolEntry(cat, code, {**SCHEMA, "name": name, "description": f"tool for {cat}"}, name, r_eval,
+    return PoolEntry(cat, ToolSpec(code, {**SCHEMA, "name": name, "description": f"tool for {cat}"}, name), r_eval,
                      r_judge, step)
 
 
@@ -37,10 +40,10 @@ def test_admission_needs_positive_eval_and_evicts_lowest_quality():
 def test_duplicates_by_normalised_code_keep_the_better():
     pool = ToolPool()
     assert pool.admit(entry("lcm", "return question  # first", r_eval=0.5))
-    same = PoolEntry("lcm", 'def solve(question: str) -> str:\n    """doc"""\n    return question\n', SCHEMA,
-                     "solve", 0.25)
+    same = PoolEntry("lcm", ToolSpec('def solve(question: str) -> str:\n    """doc"""\n    return question\n', SCHEMA,
+                                     "solve"), 0.25)
     assert not pool.admit(same)
-    better = PoolEntry("lcm", "def solve(question:str)->str:\n  return question", SCHEMA, "solve", 0.9)
+    better = PoolEntry("lcm", ToolSpec("def solve(question:str)->str:\n  return question", SCHEMA, "solve"), 0.9)
     assert pool.admit(better)
     assert [e.r_eval for e in pool.entries("lcm")] == [0.9]
 
@@ -93,6 +96,7 @@ def test_corrupt_pool_file_is_a_clear_error(tmp_path):
     (lambda d: d["entries"][0].update(code=["print(1)"]), r"entry 0: code .* want a string"),
     (lambda d: d["entries"][0].update(schema="x"), r"entry 0: schema .* want an object"),
     (lambda d: d["entries"][0].update(extra=1), r"entry 0 has unknown fields \['extra'\]"),
+    (lambda d: d["entries"][0].pop("code"), r"entry 0 lacks fields \['code'\]"),
     (lambda d: d.update(format_version=999), r"format_version 999; this smith reads 1"),
     (lambda d: d.update(cap_per_category=1e400), r"cap_per_category inf is not an integer >= 1"),
     (lambda d: d.update(cap_per_category=True), r"cap_per_category True"),
@@ -112,6 +116,30 @@ def test_a_pool_file_with_bad_fields_is_a_one_line_error(change, message, tmp_pa
     path.write_text('{"entries": ' + "[" * 100_000 + "]" * 100_000 + "}")  # nested too deep for the parser
     with pytest.raises(PoolFileError, match="corrupt"):
         ToolPool.load(path)
+
+
+def test_pool_files_written_before_entries_held_a_toolspec_load_and_save_unchanged(tmp_path):
+    """The file keeps one flat row per entry: the fixture pools (written by an older smith) save back byte for
+    byte; a hand-written row may wrap its schema, omit `parameters` and leave out the optional fields."""
+    fixtures = sorted((ROOT / "tests" / "fixtures" / "report").glob("run-tiny/checkpoint-*/tool_pool.json"))
+    assert fixtures
+    for path in fixtures:
+        assert ToolPool.load(path).save(tmp_path / "again.json").read_bytes() == path.read_bytes()
+    code = "def solve(question: str) -> str:\n    return question\n"
+    rows = [{"category": "a", "code": code, "schema": {"type": "function", "function": SCHEMA},
+             "function_name": "solve", "r_eval": 0.5},
+            {"category": "b", "code": code, "schema": {"name": "solve", "description": "no parameters"},
+             "function_name": "solve", "r_eval": 0.25}]
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps({"format_version": 1, "cap_per_category": 2, "entries": rows}))
+    pool = ToolPool.load(path)
+    a, b = pool.matching("a"), pool.matching("b")
+    assert isinstance(a.tool, ToolSpec) and a.tool.schema == SCHEMA and (a.r_judge, a.step, a.meta) == (None, 0, {})
+    assert pool.to_json()["entries"][0] == {**rows[0], "schema": SCHEMA, "r_judge": None, "step": 0,
+                                            "source_run": "", "meta": {}}
+    assert to_openai(pool)[1]["function"] == {"name": "solve_2", "description": "no parameters",
+                                              "parameters": {"type": "object", "properties": {}}}
+    assert b.tool.schema == rows[1]["schema"]  # offering it as taking no arguments does not rewrite the file
 
 
 def test_load_from_run_dir_picks_newest_checkpoint(tmp_path):
@@ -158,8 +186,8 @@ def test_openai_export_is_strict_tools_plus_a_sidecar(tmp_path):
     pool.admit(entry("lcm", "return 'l'", r_eval=0.75))  # same function name: exported under a distinct one
     long_name = "ŝolve_" + "x" * 70  # a Python identifier OpenAI would refuse as a name
     pool.admit(entry("maze", "return 'm'", r_eval=1.0, name=long_name))
-    pool.admit(PoolEntry("ab", "def solve(question: str) -> str:\n    return 'a'\n",
-                         {**SCHEMA, "returns": {"type": "string"}}, "solve", 0.25))  # a key OpenAI does not know
+    returns = {**SCHEMA, "returns": {"type": "string"}}  # a key OpenAI does not know
+    pool.admit(PoolEntry("ab", ToolSpec("def solve(question: str) -> str:\n    return 'a'\n", returns, "solve"), 0.25))
     main(["export-pool", str(pool.save(tmp_path / "run")), "--format", "openai", "--out", str(tmp_path / "tools.json")])
     tools = json.loads((tmp_path / "tools.json").read_text())
     for tool in tools:
@@ -168,8 +196,9 @@ def test_openai_export_is_strict_tools_plus_a_sidecar(tmp_path):
     assert names == ["solve", "solve_2", "solve_3", "_olve_" + "x" * 42] and len(set(names)) == 4
     meta = json.loads((tmp_path / "tools.json.smith.json").read_text())
     assert sorted(meta["tools"]) == sorted(names)
-    assert meta["tools"]["solve_2"] == {"callable": "solve", "category": "gcd", "code": entry("gcd", "return 'g'").code,
-                                        "r_eval": 0.5, "r_judge": 0.8, "step": 4, "source_run": "", "meta": {}}
+    assert meta["tools"]["solve_2"] == {"callable": "solve", "category": "gcd",
+                                        "code": entry("gcd", "return 'g'").tool.code, "r_eval": 0.5, "r_judge": 0.8,
+                                        "step": 4, "source_run": "", "meta": {}}
     assert meta["tools"][names[3]]["callable"] == long_name
     again = load_openai_export(tmp_path / "tools.json")
     assert again.to_json()["entries"] == [{**e, "schema": {k: v for k, v in e["schema"].items() if k != "returns"}}
@@ -246,9 +275,9 @@ def test_serve_pool_retrieve_exposes_search(tmp_path):
 
     pool = ToolPool()
     pool.admit(entry("spell_backward", "return question[::-1]", r_eval=1.0))
-    pool.admit(PoolEntry("lcm", "def lcm_tool(question: str) -> str:\n    return '6'\n",
-                         {**SCHEMA, "name": "lcm_tool", "description": "least common multiple of integers"},
-                         "lcm_tool", 1.0))
+    lcm = {**SCHEMA, "name": "lcm_tool", "description": "least common multiple of integers"}
+    code = "def lcm_tool(question: str) -> str:\n    return '6'\n"
+    pool.admit(PoolEntry("lcm", ToolSpec(code, lcm, "lcm_tool"), 1.0))
     path = pool.save(tmp_path / "pool.json")
     server = StdioServerParameters(command=sys.executable, args=["-m", "smith.cli", "serve-pool", str(path),
                                                                  "--retrieve", "--scorer", "bm25"])

@@ -16,6 +16,7 @@ from smith.pool.retrieval import (
     make_scorer,
     pool_search,
 )
+from smith.toolspec import ToolSpec
 
 
 def _schema(name, description, **params):
@@ -104,7 +105,7 @@ def _pool():
                                      TOOLS, strict=True)):
         fn = t["function"]
         code = f"def solve(question: str) -> str:\n    return {i!r}\n"
-        entry = PoolEntry(category=cat, code=code, schema={**fn, "name": "solve"}, function_name="solve", r_eval=0.5)
+        entry = PoolEntry(category=cat, tool=ToolSpec(code, {**fn, "name": "solve"}, "solve"), r_eval=0.5)
         assert pool.admit(entry)
     return pool
 

@@ -20,6 +20,7 @@ from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
 from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask
 from smith.tasks import items
+from smith.toolspec import ToolSpec
 
 REVERSE = "def spell_backward(question: str) -> str:\n    return question.split(':')[-1].strip()[::-1]\n"
 SCHEMA = {"name": "spell_backward", "description": "Spells the word at the end of the question backward.",
@@ -79,7 +80,7 @@ def test_build_correct_malformed_and_raising_tools(tok, sandbox, bank):
     assert not bad.trace["parse"]["ok"]
     assert raising.rewards["format"] == 0.5 and raising.rewards["evaluation"] == 0.0
     # only the working tool entered the pool
-    assert [(e.category, e.function_name, e.r_eval) for e in pool] == [("spell_backward", "spell_backward", 1.0)]
+    assert [(e.category, e.tool.function_name, e.r_eval) for e in pool] == [("spell_backward", "spell_backward", 1.0)]
     for s in samples:  # build samples: every completion token is the model's
         assert len(s.completion_ids) == len(s.logprobs) == len(s.mask) and all(s.mask)
         assert s.completion_ids[-1] == tok.eos_token_id
@@ -87,8 +88,8 @@ def test_build_correct_malformed_and_raising_tools(tok, sandbox, bank):
 
 def test_use_episode_wrong_call_then_right_call(tok, sandbox, bank):
     pool = ToolPool(groups={"spell_backward": "Algorithms", "lcm": "Arithmetic", "gcd": "Arithmetic"})
-    pool.admit(PoolEntry("spell_backward", REVERSE, SCHEMA, "spell_backward", 1.0))
-    pool.admit(PoolEntry("lcm", LCM, LCM_SCHEMA, "lcm_tool", 1.0))
+    pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
+    pool.admit(PoolEntry("lcm", ToolSpec(LCM, LCM_SCHEMA, "lcm_tool"), 1.0))
     item = bank[("spell_backward", "hard")][0]
     turn = {"n": 0}
 
@@ -169,7 +170,7 @@ def test_real_tiny_model_rollout_shapes(tiny_model_dir, sandbox, bank):
 
     policy = HFBackend.from_pretrained(tiny_model_dir)
     pool = ToolPool()
-    pool.admit(PoolEntry("spell_backward", REVERSE, SCHEMA, "spell_backward", 1.0))
+    pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
     ro = make(policy, sandbox, pool, max_turns=2)
     ro.s.max_completion_length = 24
     try:
@@ -188,13 +189,14 @@ def test_large_pool_menus_come_from_the_retriever(tok, sandbox, bank):
     from smith.pool.retrieval.retriever import AdaptiveRetriever
 
     pool = ToolPool()
-    pool.admit(PoolEntry("spell_backward", REVERSE, SCHEMA, "spell_backward", 1.0))
-    pool.admit(PoolEntry("lcm", LCM, LCM_SCHEMA, "lcm_tool", 1.0))
+    pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
+    pool.admit(PoolEntry("lcm", ToolSpec(LCM, LCM_SCHEMA, "lcm_tool"), 1.0))
     for cat, desc in [("chain_sum", "Adds and subtracts a chain of integers."),
                       ("caesar_cipher", "Decrypts a Caesar cipher text by shifting letters."),
                       ("maze", "Counts the steps of the shortest path through a maze grid.")]:
-        pool.admit(PoolEntry(cat, f"def {cat}(question: str) -> str:\n    return ''\n",
-                             {"name": cat, "description": desc, "parameters": SCHEMA["parameters"]}, cat, 0.5))
+        pool.admit(PoolEntry(cat, ToolSpec(f"def {cat}(question: str) -> str:\n    return ''\n",
+                                           {"name": cat, "description": desc, "parameters": SCHEMA["parameters"]}, cat),
+                             0.5))
     ro = make(ScriptedBackend(tok, lambda ctx: ""), sandbox, pool, menu_size=2)
     ro.retriever = AdaptiveRetriever("bm25")
     try:
@@ -212,10 +214,10 @@ def test_a_group_split_across_ranks_sees_one_menu(tok, sandbox, bank):
     steps draw their own."""
     pool = ToolPool()
     for i in range(4):  # several tools per category, so the draw of match and distractors matters
-        pool.admit(PoolEntry("spell_backward", REVERSE.replace("spell_backward", f"rev{i}"),
-                             {**SCHEMA, "name": f"rev{i}"}, f"rev{i}", 1.0))
-        pool.admit(PoolEntry("lcm", LCM.replace("lcm_tool", f"lcm{i}"), {**LCM_SCHEMA, "name": f"lcm{i}"}, f"lcm{i}",
-                             1.0))
+        pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE.replace("spell_backward", f"rev{i}"),
+                                                        {**SCHEMA, "name": f"rev{i}"}, f"rev{i}"), 1.0))
+        pool.admit(PoolEntry("lcm", ToolSpec(LCM.replace("lcm_tool", f"lcm{i}"), {**LCM_SCHEMA, "name": f"lcm{i}"},
+                                             f"lcm{i}"), 1.0))
     item = bank[("spell_backward", "hard")][0]
 
     def prompts(key: str, rank_seed: int, step: int = 1) -> list[list[int]]:
@@ -235,7 +237,7 @@ def test_a_group_split_across_ranks_sees_one_menu(tok, sandbox, bank):
 def test_each_use_episode_has_its_own_token_budget(tok, sandbox, bank):
     """A long neighbour in the batch must not cut a short episode (one budget per episode, not min(room))."""
     pool = ToolPool(groups={"spell_backward": "Algorithms", "lcm": "Arithmetic"})
-    pool.admit(PoolEntry("spell_backward", REVERSE, SCHEMA, "spell_backward", 1.0))
+    pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
     short, chatty = bank[("spell_backward", "hard")][:2]
 
     def script(ctx: str) -> str:
@@ -305,7 +307,7 @@ def test_tasks_catalog_drives_items_and_scoring(tok, sandbox, tmp_path):
     numbers = [int(x) for x in re.findall(r"\d+", task.item.question.split(":")[-1])]
     assert len(numbers) == 2 and all(n >= 100 for n in numbers)  # the custom hard band, not lcm's 3-4 numbers
     pool = ToolPool()
-    pool.admit(PoolEntry("lcm_pairs", LCM, LCM_SCHEMA, "lcm_tool", 1.0))
+    pool.admit(PoolEntry("lcm_pairs", ToolSpec(LCM, LCM_SCHEMA, "lcm_tool"), 1.0))
     answer = str(math.lcm(*numbers))
     ro = Rollout(ScriptedBackend(tok, lambda ctx: answer), sandbox, Limits(timeout_s=2.0, memory_mb=256), pool,
                  RolloutSettings(max_completion_length=600, evaluator="direct", judge="none"), catalog=catalog)

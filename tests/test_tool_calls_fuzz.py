@@ -13,6 +13,7 @@ from sandbox import Limits
 from smith.episodes import execute_tool_calls
 from smith.models.base import parse_tool_calls
 from smith.pool import PoolEntry
+from smith.toolspec import ToolSpec
 
 LIMITS = Limits(timeout_s=2.0, memory_mb=256)
 WEIRD = (
@@ -27,7 +28,7 @@ WEIRD = (
 
 def _entry(name: str, code: str) -> PoolEntry:
     schema = {"name": name, "description": "Fuzz target.", "parameters": {"type": "object", "properties": {}}}
-    return PoolEntry("fuzz", code, schema, name, 1.0)
+    return PoolEntry("fuzz", ToolSpec(code, schema, name), 1.0)
 
 
 MENU = {"echo": _entry("echo", "def echo(**kw):\n    return kw\n"), "weird": _entry("weird", WEIRD)}

@@ -46,6 +46,10 @@ def test_well_formed_pair_gives_a_toolspec():
     assert spec.openai_tool() == {"type": "function", "function": SCHEMA}
     renamed = spec.openai_tool("solve_2")
     assert renamed["function"]["name"] == "solve_2" and spec.schema["name"] == "solve"
+    bare = ToolSpec("def f():\n    return 1\n", {"name": "f", "description": "d"}, "f")  # e.g. a hand-written pool row
+    assert bare.openai_tool()["function"] == {"name": "f", "description": "d",
+                                              "parameters": {"type": "object", "properties": {}}}
+    assert "parameters" not in bare.schema
 
 
 def test_wrapped_openai_tool_form_and_py_fence_are_accepted():

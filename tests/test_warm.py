@@ -68,14 +68,14 @@ def test_tool_labels_are_true_in_the_real_sandbox(category, sandbox, rg_cache):
     seen_bodies = set()
     for _ in range(60):
         text, entry, correct = demo_tool(category, rng)
-        body = entry.code.replace(entry.function_name, "{name}")
+        body = entry.tool.code.replace(entry.tool.function_name, "{name}")
         if body in seen_bodies:
             continue
         seen_bodies.add(body)
         parsed = parse_response(text)
         assert parsed.ok, text
         r_hard = evaluate_direct(parsed.spec, hard, sandbox, limits).r_eval
-        assert (r_hard == 1.0) == correct, (entry.code, r_hard)
+        assert (r_hard == 1.0) == correct, (entry.tool.code, r_hard)
     assert len(seen_bodies) == len(TOOLS[category])
     if category == "spell_backward":  # its mistakes (a dropped letter, spaced letters, no reversal) fail everywhere
         return

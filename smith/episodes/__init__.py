@@ -44,7 +44,7 @@ Executor = Callable[[list[tuple["Episode", ParsedToolCalls]]], list[list[str]]]
 
 @dataclass
 class Episode:
-    """One episode's state. `menu`: callable name -> tool (anything with `openai_tool(name)`); an episode
+    """One episode's state. `menu`: callable name -> pool entry (anything with a `tool` ToolSpec); an episode
     without tools ends at its first reply. `transcript`: a message list (message level), or, token level, an
     object with `prompt_ids`, `completion_ids` and `extend(ids, logprobs, trained)` (the rollout's `Sample`)."""
 
@@ -61,7 +61,7 @@ class Episode:
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:
-        return [tool.openai_tool(name) for name, tool in self.menu.items()] or None
+        return [entry.tool.openai_tool(name) for name, entry in self.menu.items()] or None
 
     @property
     def room(self) -> int | None:
@@ -115,7 +115,7 @@ def clip_generation(g: Generation, max_new_tokens: int, tokenizer: Any) -> Gener
 def execute_tool_calls(
     parsed: ParsedToolCalls, menu: dict[str, Any], sandbox: Any, limits: Any, max_chars: int = 2000
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    """Run one turn's parsed tool calls against `menu` (name -> entry with `code`, `function_name`,
+    """Run one turn's parsed tool calls against `menu` (name -> entry with `tool`, a ToolSpec, and
     `category`) in the sandbox. Every failure (malformed call, unknown tool, bad arguments, a raising tool)
     becomes text fed back to the model, never an exception."""
     outs = [f"error: {e}" for e in parsed.errors]
@@ -128,7 +128,7 @@ def execute_tool_calls(
             outs.append(f"error: unknown tool '{name}'; available: {', '.join(menu)}")
             record["status"] = "unknown_tool"
         else:
-            r = sandbox.run(entry.code, entry.function_name, [call.arguments], limits=limits)[0]
+            r = sandbox.run(entry.tool.code, entry.tool.function_name, [call.arguments], limits=limits)[0]
             record.update(status=r.status, category=entry.category)
             if r.status == "ok":
                 out = r.value if isinstance(r.value, str) else json.dumps(r.value)

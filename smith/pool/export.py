@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from smith.pool.pool import PoolEntry, ToolPool
+from smith.toolspec import ToolSpec
 
 SIDECAR_SUFFIX = ".smith.json"
 SIDECAR_VERSION = 1
@@ -39,14 +40,14 @@ def _distinct(wanted: list[str]) -> list[str]:
 
 def unique_names(entries: list[PoolEntry]) -> list[str]:
     """Distinct callable names: written tools often share a name (`solve`), so repeats get suffixes."""
-    return _distinct([e.function_name for e in entries])
+    return _distinct([e.tool.function_name for e in entries])
 
 
 def export_names(entries: list[PoolEntry]) -> list[str]:
     """Distinct names OpenAI accepts (`^[a-zA-Z0-9_-]{1,64}$`): a Python identifier may hold other letters
     or run longer, so those are replaced and cut (leaving room for suffixes). Equal to `unique_names` for
     the usual short ASCII names; serve-pool serves under these too, so both agree."""
-    return _distinct([re.sub(r"[^A-Za-z0-9_-]", "_", e.function_name)[:48] for e in entries])
+    return _distinct([re.sub(r"[^A-Za-z0-9_-]", "_", e.tool.function_name)[:48] for e in entries])
 
 
 def menu_names(tools: list[PoolEntry]) -> dict[str, PoolEntry]:
@@ -60,7 +61,7 @@ def to_openai(pool: ToolPool) -> list[dict[str, Any]]:
     """The pool as OpenAI `tools`: only `type` and `function` per tool (see the module docstring)."""
     entries, tools = list(pool), []
     for e, name in zip(entries, export_names(entries), strict=True):
-        fn = e.openai_tool(name)["function"]
+        fn = e.tool.openai_tool(name)["function"]
         tools.append({"type": "function", "function": {k: fn[k] for k in _FUNCTION_KEYS if k in fn}})
     return tools
 
@@ -73,7 +74,7 @@ def to_sidecar(pool: ToolPool) -> dict[str, Any]:
         "cap_per_category": pool.cap,
         "groups": pool.groups,
         "tools": {
-            name: {"callable": e.function_name, "category": e.category, "code": e.code, "r_eval": e.r_eval,
+            name: {"callable": e.tool.function_name, "category": e.category, "code": e.tool.code, "r_eval": e.r_eval,
                    "r_judge": e.r_judge, "step": e.step, "source_run": e.source_run, "meta": e.meta}
             for e, name in zip(entries, export_names(entries), strict=True)
         },
@@ -97,11 +98,11 @@ def to_python(pool: ToolPool) -> str:
         "",
     ]
     for e, name in zip(entries, names, strict=True):
-        schema = e.openai_tool(name)
+        schema = e.tool.openai_tool(name)
         lines += [
             f"# {name}: category {e.category}, r_eval {e.r_eval:.3f}",
-            f"_ns = {{}}\nexec(compile({e.code!r}, {name!r}, 'exec'), _ns)",
-            f"{name} = _ns[{e.function_name!r}]",
+            f"_ns = {{}}\nexec(compile({e.tool.code!r}, {name!r}, 'exec'), _ns)",
+            f"{name} = _ns[{e.tool.function_name!r}]",
             f"TOOLS[{name!r}] = ({name}, {json.dumps(schema)!r})",
             "",
         ]
@@ -156,8 +157,8 @@ def load_openai_export(path: str | os.PathLike) -> ToolPool:
     pool = ToolPool(cap_per_category=meta["cap_per_category"], groups=meta.get("groups"))
     for tool in tools:
         m = meta["tools"][tool["function"]["name"]]
-        pool.admit(PoolEntry(category=m["category"], code=m["code"], schema={**tool["function"], "name": m["callable"]},
-                             function_name=m["callable"], r_eval=m["r_eval"], r_judge=m["r_judge"],
+        spec = ToolSpec(m["code"], {**tool["function"], "name": m["callable"]}, m["callable"])
+        pool.admit(PoolEntry(category=m["category"], tool=spec, r_eval=m["r_eval"], r_judge=m["r_judge"],
                              step=m["step"], source_run=m["source_run"], meta=m["meta"]))
     return pool
 

@@ -55,8 +55,8 @@ def build_server(pool: ToolPool, sandbox: Any, limits: Any = None, search: Any =
     entries = list(pool)
     by_name: dict[str, PoolEntry] = dict(zip(export_names(entries), entries, strict=True))
     tools = [
-        types.Tool(name=name, description=e.description or f"{e.category} tool",
-                   input_schema=input_schema(e.schema.get("parameters")))
+        types.Tool(name=name, description=e.tool.description or f"{e.category} tool",
+                   input_schema=input_schema(e.tool.schema.get("parameters")))
         for name, e in by_name.items()
     ]
     if search is not None:
@@ -78,11 +78,11 @@ def build_server(pool: ToolPool, sandbox: Any, limits: Any = None, search: Any =
             return _text(f"invalid arguments for {params.name}: {bad}", error=True)
         if search is not None and params.name == search.name:
             hits = search(args["query"], args.get("k"))
-            return _text(json.dumps([{"name": names_of[id(e)], "description": e.description} for e in hits]))
+            return _text(json.dumps([{"name": names_of[id(e)], "description": e.tool.description} for e in hits]))
         entry = by_name[params.name]
         import anyio
 
-        result = (await anyio.to_thread.run_sync(lambda: sandbox.run(entry.code, entry.function_name, [args],
+        result = (await anyio.to_thread.run_sync(lambda: sandbox.run(entry.tool.code, entry.tool.function_name, [args],
                                                                      limits=limits)))[0]
         if result.status != "ok":
             return _text(f"{result.status}: {result.error or ''}".strip(), error=True)

@@ -7,17 +7,19 @@ future use-task rollouts." Reference code: at most 20 tools per category, lowest
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import math
 import os
 import random
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from smith.errors import ConfigError
+from smith.toolspec import ToolSpec
 
 POOL_FILE = "tool_pool.json"
 FORMAT_VERSION = 1
@@ -49,41 +51,41 @@ def normalise_code(code: str) -> str:
 
 @dataclass
 class PoolEntry:
+    """A pooled tool: the `ToolSpec` a build episode produced, the category it was admitted under, and the
+    rewards that order it. In the pool file an entry is one flat row (`to_row`, `from_row`)."""
+
     category: str
-    code: str
-    schema: dict[str, Any]  # the function schema: {"name", "description", "parameters"}
-    function_name: str
+    tool: ToolSpec
     r_eval: float
     r_judge: float | None = None
     step: int = 0
     source_run: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        self.schema = function_schema(self.schema)
-
     @property
     def quality(self) -> tuple[float, float, int]:
         """Eviction order: evaluation reward first, judge second, newer wins ties."""
         return (self.r_eval, self.r_judge if self.r_judge is not None else 0.0, self.step)
 
-    @property
-    def description(self) -> str:
-        return str(self.schema.get("description", ""))
-
-    def openai_tool(self, name: str | None = None) -> dict[str, Any]:
-        """The OpenAI `tools` entry, optionally under another callable name (use episodes rename tools)."""
-        fn = dict(self.schema)
-        fn["name"] = name or self.function_name
-        fn.setdefault("parameters", {"type": "object", "properties": {}})
-        return {"type": "function", "function": fn}
-
     def document(self) -> str:
         """Text a retriever indexes: name, description and parameter descriptions."""
-        params = self.schema.get("parameters", {}).get("properties", {})
-        parts = [self.function_name, self.description]
+        params = self.tool.parameters.get("properties", {})
+        parts = [self.tool.function_name, self.tool.description]
         parts += [f"{k}: {v.get('description', '')}" for k, v in params.items() if isinstance(v, dict)]
         return " ".join(p for p in parts if p)
+
+    def to_row(self) -> dict[str, Any]:
+        """The entry as the pool file writes it (fields in `_ENTRY` order; schema and meta copied)."""
+        return {"category": self.category, "code": self.tool.code, "schema": copy.deepcopy(self.tool.schema),
+                "function_name": self.tool.function_name, "r_eval": self.r_eval, "r_judge": self.r_judge,
+                "step": self.step, "source_run": self.source_run, "meta": copy.deepcopy(self.meta)}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> PoolEntry:
+        """A pool-file row (checked by `_check_pool_file`); a wrapped schema is stored unwrapped."""
+        tool = ToolSpec(row["code"], function_schema(row["schema"]), row["function_name"])
+        rest = {k: row[k] for k in ("r_judge", "step", "source_run", "meta") if k in row}
+        return cls(row["category"], tool, row["r_eval"], **rest)
 
 
 class PoolFileError(ConfigError):
@@ -107,6 +109,7 @@ _ENTRY = {
     "source_run": (lambda x: isinstance(x, str), "a string"),
     "meta": (lambda x: isinstance(x, dict), "an object"),
 }
+_REQUIRED = ("category", "code", "schema", "function_name", "r_eval")  # the rest have defaults
 
 
 def _check_pool_file(data: Any) -> None:
@@ -129,6 +132,9 @@ def _check_pool_file(data: Any) -> None:
         unknown = sorted(set(raw) - set(_ENTRY))
         if unknown:
             raise ValueError(f"entry {i} has unknown fields {unknown}")
+        missing = [name for name in _REQUIRED if name not in raw]
+        if missing:
+            raise ValueError(f"entry {i} lacks fields {missing}")
         for name, (ok, want) in _ENTRY.items():
             if name in raw and not ok(raw[name]):
                 raise ValueError(f"entry {i}: {name} is {str(raw[name])[:40]!r}, want {want}")
@@ -150,9 +156,9 @@ class ToolPool:
         if not entry.r_eval > 0:
             return False
         entries = self._by_cat.setdefault(entry.category, [])
-        key = normalise_code(entry.code)
+        key = normalise_code(entry.tool.code)
         for i, old in enumerate(entries):
-            if normalise_code(old.code) == key:
+            if normalise_code(old.tool.code) == key:
                 if entry.quality > old.quality:
                     entries[i] = entry
                     return True
@@ -208,7 +214,7 @@ class ToolPool:
             "format_version": FORMAT_VERSION,
             "cap_per_category": self.cap,
             "groups": self.groups,
-            "entries": [asdict(e) for e in self],
+            "entries": [e.to_row() for e in self],
         }
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -234,7 +240,7 @@ class ToolPool:
             _check_pool_file(data)
             pool = cls(cap_per_category=data["cap_per_category"], groups=data.get("groups"))
             for raw in data["entries"]:
-                pool._by_cat.setdefault(raw["category"], []).append(PoolEntry(**raw))
+                pool._by_cat.setdefault(raw["category"], []).append(PoolEntry.from_row(raw))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError) as e:
             raise PoolFileError(f"tool pool file {path} is corrupt or not a smith pool ({e}); not loading it") from None
         for entries in pool._by_cat.values():

@@ -91,7 +91,7 @@ class RolloutSettings:
 
 def inner_build_message(menu: dict[str, PoolEntry], name: str, question: str) -> str:
     """The user turn after an inner build: the new tool's callable name, the question, and the tool list."""
-    listing = "\n".join(json.dumps(e.openai_tool(n)) for n, e in menu.items())
+    listing = "\n".join(json.dumps(e.tool.openai_tool(n)) for n, e in menu.items())
     return INNER_BUILD_DONE.format(name=name, question=question) + f"\n\n<tools>\n{listing}\n</tools>"
 
 
@@ -195,8 +195,8 @@ class Rollout:
         trace["evaluation"] = {"correct": ev.correct, "k": ev.k}
         r_judge = self._judge(parsed, text, trace) if judged else NAN
         if ev.r_eval > 0:
-            entry = PoolEntry(task.category, parsed.code, parsed.schema, parsed.function_name, ev.r_eval,
-                              None if math.isnan(r_judge) else r_judge, self._step, self.s.source_run)
+            entry = PoolEntry(task.category, spec, ev.r_eval, None if math.isnan(r_judge) else r_judge,
+                              self._step, self.s.source_run)
             with self._pool_lock:
                 trace["admitted"] = self.admit(entry)
         return {"format": format_reward(parsed), "evaluation": ev.r_eval, "judge": r_judge}
@@ -245,7 +245,7 @@ class Rollout:
                 ids = self.policy.render(build_messages(t.examples))
                 inner.append(len(samples))
             else:
-                ids = self.policy.render(use_messages(t.item.question), [e.openai_tool(name) for name, e in menu])
+                ids = self.policy.render(use_messages(t.item.question), [e.tool.openai_tool(name) for name, e in menu])
             samples.append(Sample("use", t.category, list(ids)))
             if menu is not None:
                 samples[-1].trace["menu"] = [f"{name} ({entry.category})" for name, entry in menu]
@@ -275,7 +275,7 @@ class Rollout:
             if g.finish_reason == "length" or not parsed.ok:
                 e.end = "budget" if g.finish_reason == "length" else "no_tool"
                 continue
-            own = PoolEntry(t.category, parsed.code, parsed.schema, parsed.function_name, 0.0)
+            own = PoolEntry(t.category, parsed.spec, 0.0)
             with self._pool_lock:
                 others = self.pool.distractors(t.category, self.s.n_distractors, rng)
             tools = [own, *others]

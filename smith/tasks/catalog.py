@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 
 from smith.errors import ConfigError
+from smith.tasks.item import Item
+from smith.tasks.scoring import score_entry
 
 GROUPS = ("Arithmetic", "Algorithms", "Algebra", "Games", "Logic")
 SPLITS = ("seen", "unseen")
@@ -47,12 +49,13 @@ class Category:
             raise ValueError(f"band {band!r} unknown; use one of {BANDS}")
         return dict(self.easy if band == "easy" else self.hard)
 
-    def score(self, answer: Any, item: Any) -> float:
-        """Full marks (1.0) or 0.0 under the dataset's guarded scorer; evaluation suites score any item source's
-        categories through this one method (smith.evals.rg.sources)."""
-        from smith.tasks.scoring import score
-
-        return score(self, answer, item)
+    def score(self, answer: Any, item: Item) -> float:
+        """Full marks (1.0) or 0.0 under the dataset's guarded scorer (smith.tasks.scoring); evaluation suites
+        score any item source's categories through this one method (smith.evals.rg.sources)."""
+        if item.category != self.name:
+            raise ValueError(f"item {item.id} belongs to {item.category!r}, not {self.name!r}; score it with its "
+                             "category")
+        return score_entry(self, item.band, answer, item.entry)
 
     def answer_allowed(self, answer: str) -> bool:
         """Answers this category's scorer may see: its scorer evaluates the text (sympy), so an answer
@@ -146,6 +149,12 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     if not where.is_file():
         raise FileNotFoundError(f"catalog file {where} not found; pass an existing YAML file")
     return _load(where.resolve(), where.stat().st_mtime_ns)
+
+
+def score(category: str | Category, answer: Any, item: Item) -> float:
+    """Score `answer` for `item` of `category` (a name in the packaged catalog, or a Category): 0.0 or 1.0."""
+    cat = category if isinstance(category, Category) else load_catalog().get(category)
+    return cat.score(answer, item)
 
 
 @cache

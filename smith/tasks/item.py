@@ -1,5 +1,5 @@
-"""`Item`: one question, in its own module so that the scorer and the item store both use it without
-importing each other."""
+"""`Item`: one question, in its own module so that the catalog (which scores items) and the item store (which
+makes them) both use it without importing each other."""
 
 from __future__ import annotations
 

@@ -4,32 +4,40 @@ Correct means a score of exactly 1.0: several scorers give partial credit (near-
 but longer Hanoi solution, trailing text), which SMITH counts as wrong. Answers are stripped, scorers
 that raise count as 0, and the answer is checked against the category's `answer_pattern` first because
 some scorers run `sympy.parse_expr` (an eval) on it.
+
+The bottom of smith.tasks: it imports neither the catalog nor the item store. `catalog.Category.score` and
+the store (which keeps only items whose own answer scores 1.0) build on `score_entry`.
 """
 
 from __future__ import annotations
 
+import json
 from functools import cache
-from typing import Any
-
-from smith.tasks.catalog import Category, load_catalog
-from smith.tasks.item import Item
+from typing import Any, Protocol
 
 MAX_ANSWER_CHARS = 100_000  # the longest real answers (10-disk Hanoi) are ~35k characters
 
 
+class Scorable(Protocol):
+    """What scoring needs of a category (a catalog `Category`)."""
+
+    @property
+    def dataset(self) -> str: ...
+
+    def config(self, band: str) -> dict[str, Any]: ...
+
+    def answer_allowed(self, answer: str) -> bool: ...
+
+
 @cache
 def _scorer(dataset: str, config_json: str) -> Any:
-    import json
-
     import reasoning_gym
 
     return reasoning_gym.create_dataset(dataset, size=1, seed=0, **json.loads(config_json))
 
 
-def score_entry(cat: Category, band: str, answer: Any, entry: dict[str, Any]) -> float:
+def score_entry(cat: Scorable, band: str, answer: Any, entry: dict[str, Any]) -> float:
     """1.0 if the dataset's scorer gives `answer` full marks on `entry`, else 0.0; never raises."""
-    import json
-
     if not isinstance(answer, str):
         return 0.0
     answer = answer.strip()
@@ -41,11 +49,3 @@ def score_entry(cat: Category, band: str, answer: Any, entry: dict[str, Any]) ->
     except Exception:
         return 0.0
     return 1.0 if value >= 1.0 else 0.0
-
-
-def score(category: str | Category, answer: Any, item: Item) -> float:
-    """Score `answer` for `item` of `category`: 0.0 or 1.0."""
-    cat = category if isinstance(category, Category) else load_catalog().get(category)
-    if item.category != cat.name:
-        raise ValueError(f"item {item.id} belongs to {item.category!r}, not {cat.name!r}; score it with its category")
-    return score_entry(cat, item.band, answer, item.entry)

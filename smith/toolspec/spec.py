@@ -25,8 +25,10 @@ class ToolSpec:
 
     def openai_tool(self, name: str | None = None) -> dict[str, Any]:
         """The OpenAI tool entry; `name` renames the callable (use episodes give each tool a distinct
-        name, docs/architecture.md, "One training step") without touching the code's own function name."""
+        name, docs/architecture.md, "One training step") without touching the code's own function name. A
+        schema without `parameters` (a hand-written pool file may hold one) is offered as taking none."""
         function = dict(self.schema)
         if name is not None:
             function["name"] = name
+        function.setdefault("parameters", {"type": "object", "properties": {}})
         return {"type": "function", "function": function}

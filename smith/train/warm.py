@@ -45,6 +45,7 @@ from smith.episodes import continuation_ids
 from smith.pool import PoolEntry, menu_names
 from smith.rollout.episodes import inner_build_message
 from smith.rollout.prompts import build_messages, use_messages
+from smith.toolspec import ToolSpec
 
 WARM_VERSION = 4
 MARKER = "smith_warm.json"
@@ -122,15 +123,15 @@ def demo_tool(category: str, rng: random.Random, malformed: bool = False) -> tup
               "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
                              "required": ["question"]}}
     text = f"```python\n{code}```\n```json\n{json.dumps(schema, ensure_ascii=False)}\n```"
-    return text, PoolEntry(category, code, schema, name, 1.0 if correct else 0.0), correct and not malformed
+    return text, PoolEntry(category, ToolSpec(code, schema, name), 1.0 if correct else 0.0), correct and not malformed
 
 
 def run_tool(entry: PoolEntry, question: str) -> str:
     """Output of one of this module's own demonstration tools (trusted code written above, never a model's)."""
     scope: dict[str, Any] = {}
-    exec(entry.code, scope)
+    exec(entry.tool.code, scope)
     try:
-        return str(scope[entry.function_name](question))
+        return str(scope[entry.tool.function_name](question))
     except Exception as e:  # a damaged argument may make a tool raise, as in a rollout
         return f"error: error: {type(e).__name__}: {e}"
 
@@ -215,7 +216,7 @@ def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORI
         match = demo_tool(category, rng)[1]
         menu, target = _menu(match, categories, rng)
         turns, ok = _use_turns(question, menu, target, rng)
-        demos.append(Demo(use_messages(question), [e.openai_tool(k) for k, e in menu.items()], turns))
+        demos.append(Demo(use_messages(question), [e.tool.openai_tool(k) for k, e in menu.items()], turns))
         right[kind].append(ok and match.r_eval > 0)
     return demos, {k: sum(v) / max(len(v), 1) for k, v in right.items()}
 

@@ -147,7 +147,8 @@ def smith_benchmark(
         entries = [e for e in tool_pool if e.category in {c.name for c in cats}]
         if not entries:
             raise ValueError(f"pool {pool} holds no tool of the catalog categories {[c.name for c in cats]}")
-        documents = [ToolDoc(e.function_name, e.description, e.schema.get("parameters") or {}) for e in entries]
+        documents = [ToolDoc(e.tool.function_name, e.tool.description, e.tool.schema.get("parameters") or {})
+                     for e in entries]
         tool_cats = [e.category for e in entries]
         source = f"pool:{pool}"
     else:

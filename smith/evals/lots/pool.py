@@ -36,16 +36,16 @@ def pool_registry(entries: Sequence[Any]) -> dict[str, Any]:
     """Callable names for pool entries in pool order; a repeated function name gets a numeric suffix."""
     out: dict[str, Any] = {}
     for e in entries:
-        name, k = e.function_name, 2
+        name, k = e.tool.function_name, 2
         while name in out:
-            name, k = f"{e.function_name}_{k}", k + 1
+            name, k = f"{e.tool.function_name}_{k}", k + 1
         out[name] = e
     return out
 
 
 def _arguments(entry: Any, question: str) -> dict[str, Any]:
     """The question goes to the tool's first string parameter (SMITH tools take the question text)."""
-    props = entry.schema.get("parameters", {}).get("properties", {}) or {"question": {"type": "string"}}
+    props = entry.tool.schema.get("parameters", {}).get("properties", {}) or {"question": {"type": "string"}}
     name = next((k for k, v in props.items() if isinstance(v, dict) and v.get("type") == "string"), next(iter(props)))
     return {name: question}
 
@@ -54,14 +54,14 @@ def run_pool_tools(sandbox: Any, registry: dict[str, Any], question: str, limits
     """Each pool tool once, in the sandbox, on the question: {name: output text or error}."""
     out = {}
     for name, entry in registry.items():
-        result = sandbox.run(entry.code, entry.function_name, [_arguments(entry, question)], limits=limits)[0]
+        result = sandbox.run(entry.tool.code, entry.tool.function_name, [_arguments(entry, question)], limits=limits)[0]
         out[name] = str(result.value) if result.status == "ok" else f"{result.status}: {result.error}"
     return out
 
 
 def pool_messages(question: str, registry: dict[str, Any], menu: Sequence[str],
                   outputs: dict[str, str]) -> list[Message]:
-    docs = "\n".join(f"- {n}: {registry[n].description}" for n in menu) or "(no tools)"
+    docs = "\n".join(f"- {n}: {registry[n].tool.description}" for n in menu) or "(no tools)"
     lines = [f"{n}: {outputs[n]}"[:LINE_CAP] for n in menu if n in outputs]
     user = f"Question: {question}\n\nTool outputs:\n" + ("\n".join(lines) if lines else "(none)")
     return [{"role": "system", "content": f"{SYSTEM}\n\nTools:\n{docs}"}, {"role": "user", "content": user}]

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from smith.pool import PoolEntry, ToolPool, menu_names
+from smith.toolspec import ToolSpec
 
 from .episodes import BuildResult
 
 
 def pool_row(entry: PoolEntry) -> dict[str, Any]:
-    return {"category": entry.category, "source": "pool", "ok": True, "reason": None, "code": entry.code,
-            "schema": entry.schema, "function_name": entry.function_name, "prompt_tokens": 0,
+    return {"category": entry.category, "source": "pool", "ok": True, "reason": None, "code": entry.tool.code,
+            "schema": entry.tool.schema, "function_name": entry.tool.function_name, "prompt_tokens": 0,
             "completion_tokens": 0, "pool_step": entry.step, "pool_r_eval": entry.r_eval,
             "source_run": entry.source_run}
 
@@ -47,7 +48,7 @@ def entry_of(row: dict[str, Any]) -> PoolEntry | None:
     if not row.get("ok"):
         return None
     r_eval = float(row.get("pool_r_eval") or 0.0)
-    return PoolEntry(row["category"], row["code"], row["schema"], row["function_name"], r_eval)
+    return PoolEntry(row["category"], ToolSpec(row["code"], row["schema"], row["function_name"]), r_eval)
 
 
 def menu(
@@ -62,7 +63,7 @@ def menu(
     if own is None:
         return {}
     if n_distractors <= 0:
-        return {own.function_name: own}
+        return {own.tool.function_name: own}
     others = sorted(c for c in tools if c != category)
     far = [c for c in others if groups.get(c) != groups.get(category)]
     near = [c for c in others if c not in far]

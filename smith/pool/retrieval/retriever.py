@@ -102,7 +102,8 @@ class PoolSearch:
         self, entries: Sequence[PoolEntry], retriever: AdaptiveRetriever | None = None, max_k: int = 10
     ) -> None:
         self.entries = list(entries)
-        self.docs = [ToolDoc(e.function_name, e.description, e.schema.get("parameters") or {}) for e in self.entries]
+        self.docs = [ToolDoc(e.tool.function_name, e.tool.description, e.tool.schema.get("parameters") or {})
+                     for e in self.entries]
         self.retriever = retriever or AdaptiveRetriever()
         self.max_k = max_k
 

@@ -27,6 +27,7 @@ from smith.episodes import Episode
 from smith.models.base import ChatBackend, Generation, SamplingParams
 from smith.pool import PoolEntry, menu_names
 from smith.rollout.prompts import USE_SYSTEM
+from smith.toolspec import ToolSpec, parse_response
 
 from ..episodes import COT_SYSTEM, run_episodes
 
@@ -167,20 +168,18 @@ def cot_episode(key: str, question: str) -> Episode:
 
 def parse_tool(text: str, category: str) -> tuple[PoolEntry | None, str | None]:
     """A reply in smith's tool format -> (tool, None), or (None, why it is not one)."""
-    from smith.toolspec import parse_response
-
     p = parse_response(text)
     if not p.ok:
         return None, f"{p.reason}: {p.detail}" if p.detail else str(p.reason)
-    return PoolEntry(category, p.code, p.schema, p.function_name, 0.0), None
+    return PoolEntry(category, p.spec, 0.0), None
 
 
 def tool_row(tool: PoolEntry, **meta: Any) -> dict[str, Any]:
-    return {"code": tool.code, "schema": tool.schema, "function_name": tool.function_name, **meta}
+    return {"code": tool.tool.code, "schema": tool.tool.schema, "function_name": tool.tool.function_name, **meta}
 
 
 def tool_of(row: dict[str, Any], category: str) -> PoolEntry:
-    return PoolEntry(category, row["code"], row["schema"], row["function_name"], 0.0)
+    return PoolEntry(category, ToolSpec(row["code"], row["schema"], row["function_name"]), 0.0)
 
 
 def called(e: Episode) -> list[PoolEntry]:

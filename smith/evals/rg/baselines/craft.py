@@ -94,7 +94,7 @@ def create(ctx: Context, cats: list[Any]) -> None:
     for stage, prompt in (("generate", GENERATE), ("abstract", ABSTRACT)):
         live = [j for j in jobs if j["stage"] == stage and room(j)]
         texts = ctx.chat(ctx.writer, [[{"role": "user", "content": prompt.format(
-            question=j["item"].question, code=j["tool"].code if j["tool"] else "")}] for j in live],
+            question=j["item"].question, code=j["tool"].tool.code if j["tool"] else "")}] for j in live],
             [j["spend"] for j in live])
         for j, text in zip(live, texts, strict=True):
             j["tool"], _ = parse_tool(text, j["cat"].name)
@@ -115,10 +115,10 @@ def create(ctx: Context, cats: list[Any]) -> None:
 
 def _head(tool: PoolEntry) -> str:
     """The function's signature line (extract_function_head)."""
-    for node in ast.parse(tool.code).body:
-        if getattr(node, "name", None) == tool.function_name:
+    for node in ast.parse(tool.tool.code).body:
+        if getattr(node, "name", None) == tool.tool.function_name:
             return ast.unparse(node).split("\n", 1)[0]
-    return tool.function_name
+    return tool.tool.function_name
 
 
 def deduplicate(ctx: Context, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -202,7 +202,7 @@ def run(ctx: Context) -> dict[str, Any]:
                                     [tool_of(toolset[i]["tool"], toolset[i]["category"]) for i in idx]))
     ctx.play(ctx.user, episodes, [sp for _, _, sp in jobs])
     for (cat, item, sp), ep, names in zip(jobs, episodes, picked, strict=True):
-        ctx.record(cat, item, ep, sp, retrieved=names, used=[t.function_name for t in called(ep)])
+        ctx.record(cat, item, ep, sp, retrieved=names, used=[t.tool.function_name for t in called(ep)])
     stages = Counter(r["stage"] for r in problems)
     return {"tools": {c.name: [r["tool"]["function_name"] for r in toolset if r["category"] == c.name]
                       for c in ctx.cats},

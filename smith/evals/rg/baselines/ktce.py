@@ -141,7 +141,7 @@ def evaluate(ctx: Context, st: dict[str, Any]) -> dict[str, Any]:
     for it, (picked, ep) in zip(problems, results, strict=True):
         ok = cat.score(ep.answer or "", it) >= 1.0
         right += ok
-        used = {t.code for t in called(ep)}
+        used = {t.tool.code for t in called(ep)}
         hit = [tools[i] for i in picked if tools[i]["code"] in used]
         uncovered += not hit
         for t in hit:
@@ -171,8 +171,8 @@ def create(ctx: Context, st: dict[str, Any]) -> None:
     seen: set[str] = set()
     for text in texts:
         tool, _ = parse_tool(text, st["cat"].name)
-        if tool is not None and normalise_code(tool.code) not in seen:
-            seen.add(normalise_code(tool.code))
+        if tool is not None and normalise_code(tool.tool.code) not in seen:
+            seen.add(normalise_code(tool.tool.code))
             st["tools"].append(tool_row(tool, Freq=0, TSR=0))
 
 
@@ -201,7 +201,7 @@ def act(ctx: Context, st: dict[str, Any], stats: dict[str, Any], wrong: str) -> 
         old = tools[i]
         if tool is not None:
             tools[i] = tool_row(tool, Freq=max(1, old["Freq"] / 2), TSR=max(1, old["TSR"] / 2))
-            mutated.append(tool.function_name)
+            mutated.append(tool.tool.function_name)
         if exp:
             tools[i]["experience"] = exp.group(1).strip()
     return {"removed": removed, "mutated": mutated}

@@ -90,7 +90,7 @@ def make_tools(ctx: Context, cats: list[Any]) -> None:
             good = [(item, ep) for item, ep in runs if solved(st["cat"], ep, item)]
             bad = [(item, ep) for item, ep in runs if not solved(st["cat"], ep, item)]
             passed = len(good) >= float(o.verify_threshold) * len(runs) and bool(runs)
-            st["attempts"].append({"stage": "verify", "function_name": tool.function_name, "passed": len(good),
+            st["attempts"].append({"stage": "verify", "function_name": tool.tool.function_name, "passed": len(good),
                                    "of": len(runs), "verified": passed})
             if passed:
                 st["tool"], st["cases"] = tool, good

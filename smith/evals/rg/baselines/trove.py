@@ -57,7 +57,7 @@ class Candidate:
         e = self.episode
         if e is None or not (e.answer or "").strip() or any(c.get("status") != "ok" for c in e.calls):
             return False
-        return self.tool is None or any(t.code == self.tool.code for t in called(e))
+        return self.tool is None or any(t.tool.code == self.tool.tool.code for t in called(e))
 
     @property
     def length(self) -> int:
@@ -116,12 +116,13 @@ def update(st: dict[str, Any], index: int, best: Candidate) -> None:
     """update_library: a selected import counts its functions' uses; a selected create adds its function."""
     if best.mode == "import" and best.episode is not None:
         for tool in called(best.episode):
-            entry = st["box"][tool.function_name]
+            entry = st["box"][tool.tool.function_name]
             entry["frequency"] += 1
             entry["indices"].append(index)
-    elif best.mode == "create" and best.success and best.tool.function_name not in st["box"]:
-        st["box"][best.tool.function_name] = {"tool": best.tool, "frequency": 1, "indices": [index]}
-        st["events"].append({"step": index + 1, "added": best.tool.function_name})
+    elif best.mode == "create" and best.success and best.tool.tool.function_name not in st["box"]:
+        name = best.tool.tool.function_name
+        st["box"][name] = {"tool": best.tool, "frequency": 1, "indices": [index]}
+        st["events"].append({"step": index + 1, "added": name})
 
 
 def trim(st: dict[str, Any], n: int, base: float) -> None:
