@@ -17,7 +17,8 @@ import pytest
 from smith.config import ConfigError, compose
 from smith.evals import lomekwi
 from smith.evals.lomekwi import deep
-from smith.evals.lomekwi.env import Episode, Rules
+from smith.evals.lomekwi.env import Rules
+from smith.evals.lomekwi.episode import Episode
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi_deep"

@@ -31,16 +31,9 @@ from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, markdown_table, metric, output_dir, write_summary
 from smith.evals.lomekwi import costs, deep, importer, metrics, plots, published
 from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
-from smith.evals.lomekwi.env import (
-    WORLDS,
-    Episode,
-    Rules,
-    World,
-    budget_for,
-    make_v1_world,
-    make_world,
-    system_prompt_for,
-)
+from smith.evals.lomekwi.env import Rules, budget_for
+from smith.evals.lomekwi.episode import Episode, system_prompt_for
+from smith.evals.lomekwi.world import WORLDS, World, make_v1_world, make_world
 from smith.models.base import ChatBackend, SamplingParams
 
 FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_turn", "built", "build_turn",

@@ -26,7 +26,9 @@ from tqdm import tqdm
 
 from smith.evals.lomekwi import deep
 from smith.evals.lomekwi.costs import build_preferred
-from smith.evals.lomekwi.env import Episode, Observed, doors_in, extract_action
+from smith.evals.lomekwi.episode import Episode
+from smith.evals.lomekwi.observed import Observed, doors_in
+from smith.evals.lomekwi.parse import extract_action
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams
 
 SCRIPTED = ("optimal", "grinder", "random")

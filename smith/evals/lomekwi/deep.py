@@ -42,7 +42,7 @@ Transitions (each tested in tests/test_lomekwi_deep.py; C container, K key, R re
 
 Decomposition: C = P(held r0 and r1 at once), R1 = P(part | held), R2 = P(axe | part), R = P(axe | held)
 = R1 R2 (part implies held, axe implies part), E = P(win | axe), S = P(win). The loop, the parser (the
-released one, without pickup), the echoes and the rule switches are Lomekwi's (`env.Episode`, `env.Rules`).
+released one, without pickup), the echoes and the rule switches are Lomekwi's (`episode.Episode`, `env.Rules`).
 """
 
 from __future__ import annotations
@@ -58,8 +58,12 @@ from typing import Any, ClassVar
 
 from smith.evals.common import wilson
 from smith.evals.lomekwi import costs
-from smith.evals.lomekwi.env import V1_VERBS, Vault, World, canonical_label, extract_action, relabel
+from smith.evals.lomekwi.env import Vault
 from smith.evals.lomekwi.importer import RELEASED_USAGE, episode_key
+from smith.evals.lomekwi.observed import canonical_label
+from smith.evals.lomekwi.parse import V1_VERBS, extract_action
+from smith.evals.lomekwi.relabel import relabel
+from smith.evals.lomekwi.world import World
 from smith.models.base import Message
 
 WORLD = "deep"
