@@ -42,7 +42,7 @@ its parser (`parse.parse_action`), labels echoed as typed (D and K above are the
 and lower-cased arguments compared with the labels case-sensitively (so a label with an upper-case letter can
 never be named: the paper's alnum ablation). `Rules` holds smith's stricter readings as named switches
 (parser="smith", echo="canonical", fold_case=True) and the released runner's commit nudge and
-stop-on-build probes; `V1Vault` (v1.py) is the released single-shard world, and deep.py's `Workshop`
+stop-on-build probes; `V1Vault` (v1.py) is the released single-shard world, and deep/env.py's `Workshop`
 plays Deep Lomekwi through the same `Episode` (episode.py).
 
 This file is the state machine (`Rules`, `Vault`, the budget and turn cap); beside it: the layout of a world
