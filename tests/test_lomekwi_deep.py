@@ -16,8 +16,12 @@ import pytest
 
 from smith.config import ConfigError, compose
 from smith.evals import lomekwi
-from smith.evals.lomekwi import deep
-from smith.evals.lomekwi.env import Episode, Rules
+from smith.evals.lomekwi.deep import costs as deep_costs
+from smith.evals.lomekwi.deep import env as deep_env
+from smith.evals.lomekwi.deep import importer as deep_importer
+from smith.evals.lomekwi.deep import metrics as deep_metrics
+from smith.evals.lomekwi.env import Rules
+from smith.evals.lomekwi.episode import Episode
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi_deep"
@@ -31,8 +35,8 @@ LABELS = {"container": "cab", "key": "kel", "axe": "hatch", "part": "pim", "w0":
           "r0": "q2", "r1": "q1", "r2": "q3"}
 
 
-def workshop(drop_seed: int = 0, rules: Rules | None = None) -> deep.Workshop:
-    w = deep.world_from_labels(LABELS, 3, 3)
+def workshop(drop_seed: int = 0, rules: Rules | None = None) -> deep_env.Workshop:
+    w = deep_env.world_from_labels(LABELS, 3, 3)
     return w.vault_class()(w, drop_seed, False, rules or Rules())
 
 
@@ -49,7 +53,7 @@ def cfg_for(out: Path, *overrides: str):
 
 
 def test_world_labels_the_structure_and_a_look_alike_family():
-    w = deep.make_deep_world(3, 12, 5)
+    w = deep_env.make_deep_world(3, 12, 5)
     labels = w.labels()
     assert set(labels) == {"container", "key", "axe", "part", *(f"w{i}" for i in range(12)),
                            *(f"r{i}" for i in range(5))}
@@ -58,17 +62,17 @@ def test_world_labels_the_structure_and_a_look_alike_family():
     stem = family[0][0]
     assert stem not in "lo" and sorted(family) == [f"{stem}{i}" for i in range(1, 6)]
     assert w.recipe == (labels["r0"], labels["r1"]) and w.doors[0] == f"{labels['container']}_1"
-    assert deep.make_deep_world(3, 12, 5) == w and deep.make_deep_world(4, 12, 5) != w
-    assert deep.make_deep_world(3, 10, 5).labels()["container"] == labels["container"]  # same seed, same draw order
+    assert deep_env.make_deep_world(3, 12, 5) == w and deep_env.make_deep_world(4, 12, 5) != w
+    assert deep_env.make_deep_world(3, 10, 5).labels()["container"] == labels["container"]  # same seed, same draw order
     with pytest.raises(ValueError, match="at least 2"):
-        deep.make_deep_world(0, 10, 1)
+        deep_env.make_deep_world(0, 10, 1)
 
 
 def test_family_labels_reproduce_the_released_rows():
     """The family (stem and numbering) is independent of the dictionary, so it matches every released row;
     the token labels need the release machine's dictionary (docs/lomekwi.md) and are taken from the rows."""
     for row in fixture_rows():
-        ours = deep.make_deep_world(row["relabel_seed"], row["n"], row["n_types"]).labels()
+        ours = deep_env.make_deep_world(row["relabel_seed"], row["n"], row["n_types"]).labels()
         assert all(ours[f"r{i}"] == row["labels"][f"r{i}"] for i in range(row["n_types"]))
 
 
@@ -151,7 +155,7 @@ def test_released_rows_replay_byte_for_byte():
     """Every fixture row: its labels and draw seed through `Workshop` reproduce every observation, and the
     state's facts are the row's flags."""
     for row in fixture_rows():
-        w = deep.world_from_labels(row["labels"], row["n"], row["n_types"])
+        w = deep_env.world_from_labels(row["labels"], row["n"], row["n_types"])
         v = w.vault_class()(w, row["draw_seed"], False, Rules())
         assert [v.step(tuple(a)) for a in row["actions"]] == row["obs"]
         assert (v.built_part, v.part_turn, v.held_two_parts, v.has_machine, v.solved()) == (
@@ -163,16 +167,16 @@ def test_released_rows_replay_byte_for_byte():
 
 
 def test_episode_texts_budget_and_turn_cap():
-    w = deep.world_from_labels(LABELS, 3, 3)
+    w = deep_env.world_from_labels(LABELS, 3, 3)
     e = Episode(w, 0, budget=2, hint=False, no_progress_window=None)
-    assert e.messages[0]["content"] == deep.SYSTEM_PROMPT and e.max_turns == 400
+    assert e.messages[0]["content"] == deep_env.SYSTEM_PROMPT and e.max_turns == 400
     first = e.messages[1]["content"]
     assert first.startswith("You are in a sealed workshop. There are 3 locked containers: cab_1, cab_2, cab_3.\n\n")
     assert "  use <object> <container> - use an item on a container\n" in first
     assert first.endswith("If you do not hold all 3 kinds within 2 actions, you fail. Spend them wisely.\n\n"
                           "What do you do?")
     assert e.feed("pickup")  # no pickup verb in this world
-    assert e.messages[-1]["content"] == deep.NOOP_MESSAGE
+    assert e.messages[-1]["content"] == deep_env.NOOP_MESSAGE
     assert e.feed("examine cab_1")
     assert e.messages[-1]["content"].endswith("\n\n[0/3 kinds, 1 actions left] What next?")
     assert not e.feed("examine cab_2")
@@ -182,7 +186,7 @@ def test_episode_texts_budget_and_turn_cap():
 
 
 def test_episode_solved_text_and_record():
-    w = deep.world_from_labels({**LABELS}, 1, 2)
+    w = deep_env.world_from_labels({**LABELS}, 1, 2)
     e = Episode(w, 0, budget=10, hint=False, no_progress_window=None)
     e.vault.inv = {"q2": 2, "q1": 2}
     for text in ("combine q2 q1", "combine q2 q1", "combine pim pim", "use hatch cab_1"):
@@ -206,23 +210,24 @@ def rec(held: bool, part: bool, axe: bool, won: bool) -> dict:
 def test_r1_r2_by_hand():
     # 6 episodes: 5 held, 4 made a part, 2 made the axe, 1 of them won; one grinder won without holding.
     records = [rec(1, 1, 1, 1), rec(1, 1, 1, 0), rec(1, 1, 0, 0), rec(1, 1, 0, 0), rec(1, 0, 0, 0), rec(0, 0, 0, 1)]
-    out = deep.steps(records)
+    out = deep_metrics.steps(records)
     assert out["step_counts"] == {"R1": [4, 5], "R2": [2, 4]}
     assert out["R1"] == 4 / 5 and out["R2"] == 2 / 4 and out["step_residual"] == 0.0  # R = 2/5 = 4/5 * 2/4
     lo, hi = out["R1_ci"]
     assert lo < 0.8 < hi
-    empty = deep.steps([rec(0, 0, 0, 0)])
+    empty = deep_metrics.steps([rec(0, 0, 0, 0)])
     assert empty["step_counts"] == {"R1": [0, 0], "R2": [0, 0]} and empty["R1"] != empty["R1"]  # nan
     with pytest.raises(ValueError, match="skipped a build step"):
-        deep.steps([rec(1, 0, 1, 0)])
+        deep_metrics.steps([rec(1, 0, 1, 0)])
 
 
 def test_double_collect_and_build_bound():
-    assert deep.expected_double_collect(1) == 2.0  # two draws of the only kind
-    assert deep.expected_double_collect(2) == 5.5  # 2 * (4 - 5/4)
-    assert deep.expected_double_collect(3) == pytest.approx(float(Fraction(347, 36)))
-    assert deep.expected_build(10, 2) == 5.5 + 1.0 + 2 + 20
-    assert deep.build_preferred(10, 2) and not deep.build_preferred(10, 6) and deep.build_preferred(30, 6)
+    assert deep_costs.expected_double_collect(1) == 2.0  # two draws of the only kind
+    assert deep_costs.expected_double_collect(2) == 5.5  # 2 * (4 - 5/4)
+    assert deep_costs.expected_double_collect(3) == pytest.approx(float(Fraction(347, 36)))
+    assert deep_costs.expected_build(10, 2) == 5.5 + 1.0 + 2 + 20
+    assert deep_costs.build_preferred(10, 2) and not deep_costs.build_preferred(10, 6)
+    assert deep_costs.build_preferred(30, 6)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -243,7 +248,7 @@ def test_scripted_agents_play_the_deep_sweep_and_draw_the_figure(tmp_path):
     assert {r["seed"] for r in log} == {0} and {r["world"] for r in log} == {"deep"}
     optimal = {(r["n"], r["n_types"]): r for r in log if r["model"] == "scripted:optimal"}
     for (n, t), r in optimal.items():  # builds exactly where the bound says building is cheaper, and then wins
-        assert r["built"] == deep.build_preferred(n, t) and r["built_part"] == r["built"]
+        assert r["built"] == deep_costs.build_preferred(n, t) and r["built_part"] == r["built"]
         assert r["won"] or not r["built"]
     assert models["scripted:grinder"]["counts"]["build"] == 0
     assert models["scripted:optimal"]["R2"] == 1.0 and models["scripted:optimal"]["step_residual"] == 0.0
@@ -321,7 +326,7 @@ def test_round_trip_through_the_released_row_format(tmp_path):
     lomekwi.run(cfg_for(tmp_path, "model=scripted:optimal", "suite.deep.n_values=[10,12]",
                         "suite.deep.t_values=[2,3,5]", "suite.plots=false"))
     for r in (json.loads(x) for x in (tmp_path / "episodes.jsonl").read_text().splitlines()):
-        back = deep.import_row(deep.export_row(r))
+        back = deep_importer.import_row(deep_importer.export_row(r))
         for k in ("held", "hold_turn", "built_part", "part_turn", "built", "build_turn", "held_two_parts",
                   "dropped_both", "won", "opened", "total_actions", "stop_reason", "key"):
             assert back[k] == r[k], k
@@ -335,7 +340,7 @@ def test_logs_of_the_other_world_and_inconsistent_rows_are_refused(tmp_path):
         lomekwi.run(cfg_for(tmp_path / "b", f"import_logs={LOMEKWI_FIXTURES}"))
     row = fixture_rows()[0]
     with pytest.raises(ValueError, match="the row says held_two_parts=False"):
-        deep.import_row({**row, "held_two_parts": False})
+        deep_importer.import_row({**row, "held_two_parts": False})
 
 
 def test_a_real_model_plays_the_deep_world(tmp_path, tiny_model_dir):

@@ -12,22 +12,12 @@ import pytest
 
 from smith.evals.lomekwi.agents import ScriptedAgent, play
 from smith.evals.lomekwi.costs import expected_grind
-from smith.evals.lomekwi.env import (
-    NOOP_MESSAGE,
-    SYSTEM_PROMPT,
-    V1_VERBS,
-    Episode,
-    Rules,
-    Vault,
-    World,
-    _edit_distance,
-    _english,
-    budget_for,
-    extract_action,
-    make_world,
-    parse_action,
-    relabel,
-)
+from smith.evals.lomekwi.env import NOOP_MESSAGE, SYSTEM_PROMPT, Rules, Vault, budget_for
+from smith.evals.lomekwi.episode import Episode
+from smith.evals.lomekwi.parse import V1_VERBS, extract_action, parse_action
+from smith.evals.lomekwi.relabel import _edit_distance, relabel
+from smith.evals.lomekwi.words import _english
+from smith.evals.lomekwi.world import World, make_world
 from smith.models.base import SamplingParams
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi"
@@ -590,7 +580,8 @@ V1_TRACE = [
 
 
 def test_v1_world_reproduces_the_released_single_shard_world():
-    from smith.evals.lomekwi.env import V1_SYSTEM_PROMPT, make_v1_world
+    from smith.evals.lomekwi.v1 import V1_SYSTEM_PROMPT
+    from smith.evals.lomekwi.world import make_v1_world
 
     world = make_v1_world(3, 3)
     assert world.labels() == {"door_base": "x", "key_base": "c", "byproduct": "e", "machine": "k"}
@@ -611,8 +602,8 @@ def test_v1_world_reproduces_the_released_single_shard_world():
 
 
 def test_scripted_optimal_agent_builds_in_the_v1_world():
-    from smith.evals.lomekwi.env import make_v1_world
     from smith.evals.lomekwi.importer import export_row, import_row
+    from smith.evals.lomekwi.world import make_v1_world
 
     eps = [Episode(make_v1_world(s, 9), s, budget_for(9)) for s in range(3)]
     play(ScriptedAgent("optimal", 1), eps, SamplingParams())

@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 from smith.evals.lomekwi import costs
 from smith.evals.lomekwi.agents import ScriptedAgent, play
-from smith.evals.lomekwi.env import Episode, budget_for, make_world
+from smith.evals.lomekwi.env import budget_for
+from smith.evals.lomekwi.episode import Episode
 from smith.evals.lomekwi.importer import derive_facts, episode_key, export_row, import_row, read_log
 from smith.evals.lomekwi.metrics import count, decompose, identity_residual, summarize
+from smith.evals.lomekwi.world import make_world
 from smith.models.base import Generation, SamplingParams
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi"

@@ -11,7 +11,7 @@ as metrics `<model>/<metric>`; per cell too in its details), D/results.md, D/dec
 and D/threshold_map.png. One D may collect several models' sweeps (the log is keyed by model; every model in it
 is summarised), so `model` is the one setting a rerun into D may change besides limit and speed.
 
-`suite.world=deep` selects Deep Lomekwi (deep.py) in both modes: its own grid and settings (`suite.deep`),
+`suite.world=deep` selects Deep Lomekwi (deep/) in both modes: its own grid and settings (`suite.deep`),
 the two recognition steps R1 and R2 in every summary, and D/deep_lomekwi.png instead of the three figures.
 """
 
@@ -29,18 +29,15 @@ from tqdm import tqdm
 
 from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, markdown_table, metric, output_dir, write_summary
-from smith.evals.lomekwi import costs, deep, importer, metrics, plots, published
+from smith.evals.lomekwi import costs, importer, metrics, plots, published
 from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
-from smith.evals.lomekwi.env import (
-    WORLDS,
-    Episode,
-    Rules,
-    World,
-    budget_for,
-    make_v1_world,
-    make_world,
-    system_prompt_for,
-)
+from smith.evals.lomekwi.deep import costs as deep_costs
+from smith.evals.lomekwi.deep import env as deep
+from smith.evals.lomekwi.deep import importer as deep_importer
+from smith.evals.lomekwi.deep import metrics as deep_metrics
+from smith.evals.lomekwi.env import Rules, budget_for
+from smith.evals.lomekwi.episode import Episode, system_prompt_for
+from smith.evals.lomekwi.world import WORLDS, World, make_v1_world, make_world
 from smith.models.base import ChatBackend, SamplingParams
 
 FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_turn", "built", "build_turn",
@@ -187,7 +184,7 @@ def score_logs(cfg: DictConfig, out: Path) -> dict[str, Any]:
     importer)."""
     root, world = Path(str(cfg.import_logs)), world_of(cfg.suite)
     is_deep = world == deep.WORLD
-    convert = deep.import_row if is_deep else importer.import_row
+    convert = deep_importer.import_row if is_deep else importer.import_row
     records, sources = [], {}
     for path in tqdm(importer.find_logs(root), desc="importing lomekwi logs", unit="log"):
         recs, errors = importer.read_log(path, convert)
@@ -206,7 +203,7 @@ def score_logs(cfg: DictConfig, out: Path) -> dict[str, Any]:
 def _metrics(models: dict[str, dict[str, Any]], world: str) -> dict[str, dict[str, Any]]:
     """Results-schema metrics `<model>/<C|R|E|S|G|build_rate>` (and R1, R2 for Deep Lomekwi): the proportion,
     its 95% Wilson interval and its trials n (episodes for C, S, G, build rate; holds for R; builds for E)."""
-    names = [*metrics.METRICS, *deep.STEP_METRICS] if world == deep.WORLD else list(metrics.METRICS)
+    names = [*metrics.METRICS, *deep_metrics.STEP_METRICS] if world == deep.WORLD else list(metrics.METRICS)
     out = {}
     for model, m in models.items():
         trials = {k: n for k, (_, n) in metrics.Counts(**m["counts"]).fractions().items()}
@@ -226,14 +223,15 @@ def _summarize(records: list[dict[str, Any]], out: Path, mode: str, draw: bool =
         summary["models"][model]["stop_reasons"] = dict(Counter(r["stop_reason"] for r in rows))
         summary["models"][model]["mean_actions"] = sum(r["total_actions"] for r in rows) / max(1, len(rows))
         if is_deep:
-            summary["models"][model].update(deep.steps(rows))
+            summary["models"][model].update(deep_metrics.steps(rows))
             for (n, t), cell in metrics.group(rows, "n", "n_types").items():
-                summary["cells"][model][f"n{n}_T{t}"].update(deep.steps(cell))
-    cost = deep if is_deep else costs
+                summary["cells"][model][f"n{n}_T{t}"].update(deep_metrics.steps(cell))
+    cost = deep_costs if is_deep else costs
     summary["threshold"] = {f"n{n}_T{t}": {"E_build": cost.expected_build(n, t), "E_grind": costs.expected_grind(n),
                                            "build_preferred": cost.build_preferred(n, t)}
                             for n, t in sorted({(r["n"], r["n_types"]) for r in records})}
-    columns = [metrics.METRICS[0], *deep.STEP_METRICS, *metrics.METRICS[1:]] if is_deep else list(metrics.METRICS)
+    columns = ([metrics.METRICS[0], *deep_metrics.STEP_METRICS, *metrics.METRICS[1:]] if is_deep
+               else list(metrics.METRICS))
     (out / "results.md").write_text(_table(summary["models"], columns, is_deep))
     summary["plots"] = []
     if draw and is_deep:

@@ -11,7 +11,7 @@ door_i, examine drops a random type and key, pickup is free) and the cell's n an
 - random: a uniformly random verb with uniformly random known objects as arguments.
 
 In the Deep Lomekwi world (`world="deep"`) the same three policies read that world's texts
-(`deep.scripted_reply`).
+(`deep/agents.py`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,12 @@ from itertools import combinations
 
 from tqdm import tqdm
 
-from smith.evals.lomekwi import deep
 from smith.evals.lomekwi.costs import build_preferred
-from smith.evals.lomekwi.env import Episode, Observed, doors_in, extract_action
+from smith.evals.lomekwi.deep import agents as deep_agents
+from smith.evals.lomekwi.deep.env import WORLD as DEEP_WORLD
+from smith.evals.lomekwi.episode import Episode
+from smith.evals.lomekwi.observed import Observed, doors_in
+from smith.evals.lomekwi.parse import extract_action
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams
 
 SCRIPTED = ("optimal", "grinder", "random")
@@ -128,8 +131,8 @@ class ScriptedAgent:
     def reply(self, messages: list[Message]) -> str:
         first = next(m["content"] for m in messages if m["role"] == "user")
         rng = random.Random(zlib.crc32(f"{self.seed}|{len(messages)}|{first}".encode()))
-        if self.world == deep.WORLD:
-            return deep.scripted_reply(self.policy, messages, self.n_types, rng)
+        if self.world == DEEP_WORLD:
+            return deep_agents.scripted_reply(self.policy, messages, self.n_types, rng)
         b = read_conversation(messages)
         if self.policy == "random":
             return "I act at random.\n" + _random_step(b, rng)

@@ -29,7 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from smith.evals.lomekwi.env import NO_PROGRESS_WINDOW, Observed, max_turns_for, progressed
+from smith.evals.lomekwi.env import max_turns_for, progressed
+from smith.evals.lomekwi.episode import NO_PROGRESS_WINDOW
+from smith.evals.lomekwi.observed import Observed
 
 RELEASED_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
                   "calls")
