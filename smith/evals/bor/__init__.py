@@ -36,6 +36,7 @@ from smith.evals.bor.metric import (
     per_query_bits,
 )
 from smith.evals.common import EpisodeLog, check_pool, markdown_table, metric, output_dir, wilson_metric, write_summary
+from smith.evals.suite import Suite
 from smith.pool.retrieval import (
     AdaptiveRetriever,
     DepthPolicy,
@@ -292,3 +293,6 @@ def _plot(rows: list[dict], out: Path) -> list[Path]:
         plt.close(fig)
         paths.append(path)
     return paths
+
+
+SUITE = Suite("bor", check, run)  # the suite interface (smith.evals)

@@ -28,6 +28,7 @@ from smith.evals.common import EpisodeLog, check_pool, markdown_table, metric, o
 from smith.evals.lots import baselines, plots, spaces, tgb
 from smith.evals.lots.scoring import LikelihoodScorer, loo_scores
 from smith.evals.lots.serving import Agent, ChatAgent, GoldAgent, Server, build_messages, menu_key
+from smith.evals.suite import Suite
 
 SCRIPTED = {"gold": GoldAgent}
 METHODS = ("no_tools", "keep_all", "random", "bm25", "dense", "llm_router", "beam_search", "tto", "lots")
@@ -356,3 +357,6 @@ def _pool(lots: Lots) -> dict[str, Any]:
                                       grade=lambda answer, item, cat=cat: score(cat, answer, item))
     write_json(lots.out / "pool.json", out)
     return out
+
+
+SUITE = Suite("lots", check, run)  # the suite interface (smith.evals)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from smith.evals.suite import Suite
+
 MODES = ("sweep", "pilot")
 
 
@@ -79,3 +81,6 @@ def run(cfg: DictConfig) -> dict:
     records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
     details = write_report(records, out, "run", extra={"model": agent.name, "episodes": len(records)}, **score)
     return write_summary(out, cfg, run_metrics(details), details)
+
+
+SUITE = Suite("recognition_mcp", check, run)  # the suite interface (smith.evals)

@@ -27,6 +27,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from smith.errors import ConfigError
+from smith.evals.suite import Suite
 
 from .baselines import METHODS, SINGLE_MODEL
 from .metrics import accuracy_table
@@ -304,3 +305,6 @@ def _label(identity: dict[str, Any]) -> str:
     if identity["writer"] != identity["model"]:
         return f"{name} (tools by {_short(identity['writer'])})"
     return f"{name} (build+use)"
+
+
+SUITE = Suite("rg", check, run)  # the suite interface (smith.evals)
