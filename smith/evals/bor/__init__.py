@@ -15,6 +15,7 @@ the log audit (`auditing`) and its loaders (`logs`); `python -m smith.evals.bor`
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +74,11 @@ __all__ = [
 ]
 
 AGENTS = ("q-bor", "q-f1", "dqn-bor", "dqn-f1")
-BENCHMARKS = ("smith", "bfcl")
+BENCHMARKS: dict[str, Callable[[DictConfig, int], Benchmark]] = {  # suite.benchmarks: name -> its registries
+    "smith": lambda s, seed: smith_benchmark(s.queries_per_category, seed, s.pool, s.categories),
+    "bfcl": lambda s, seed: bfcl_benchmark(s.bfcl_data),
+}
+OPTIONAL = ("bfcl",)  # skipped, with a line, when its files are missing
 COLUMNS = ["benchmark", "N", "scorer", "policy", "n", "coverage", "mean_depth", "mean_p_rand", "bor", "bor_lo",
            "bor_hi", "cov_medium", "cov_hard"]  # fmt: skip
 
@@ -116,16 +121,15 @@ def _fit(agent: QLearningAgent | DQNAgent, train: list[Ranking], s: DictConfig, 
 def _benchmarks(s: DictConfig, seed: int) -> tuple[list[Benchmark], dict[str, str]]:
     built, skipped = [], {}
     for name in s.benchmarks:
-        if name == "smith":
-            built.append(smith_benchmark(s.queries_per_category, seed, s.pool, s.categories))
-        elif name == "bfcl":
-            try:
-                built.append(bfcl_benchmark(s.bfcl_data))
-            except FileNotFoundError as e:
-                skipped["bfcl"] = str(e)
-                print(f"bor: skipping benchmark bfcl: {e}")
-        else:
+        if name not in BENCHMARKS:
             raise ValueError(f"benchmark '{name}' not found; known: {', '.join(BENCHMARKS)}")
+        try:
+            built.append(BENCHMARKS[name](s, seed))
+        except FileNotFoundError as e:
+            if name not in OPTIONAL:
+                raise
+            skipped[name] = str(e)
+            print(f"bor: skipping benchmark {name}: {e}")
     return built, skipped
 
 
