@@ -74,18 +74,22 @@ def _scene_numbers(scene: dict[str, Any]) -> list[float]:
         [d["price"] for d in scene["docs"] if "price" in d]
 
 
+def _record(scene: dict[str, Any], source: str, wanted: str) -> dict[str, Any]:
+    """The scene's table or sensor when `wanted` is its id (KeyError otherwise, as a lookup of an unknown id)."""
+    record = scene[source]
+    if wanted != record["id"]:
+        raise KeyError(f"{source} {wanted!r} not found")
+    return record
+
+
 def _table_query(scene: dict[str, Any], args: dict[str, Any]) -> tuple[str, Any]:
-    t = scene["table"]
-    if args["table_id"] != t["id"]:
-        raise KeyError(f"table {args['table_id']!r} not found")
+    t = _record(scene, "table", args["table_id"])
     rows = "; ".join(f"{r['item']} ({r['category']}) {r['qty']} x {r['price']:.2f}" for r in t["rows"])
     return f"{t['id']}: {rows}", t["rows"]
 
 
 def _sensor_api(scene: dict[str, Any], args: dict[str, Any]) -> tuple[str, Any]:
-    s = scene["sensor"]
-    if args["sensor_id"] != s["id"]:
-        raise KeyError(f"sensor {args['sensor_id']!r} not found")
+    s = _record(scene, "sensor", args["sensor_id"])
     readings = ", ".join(f"{x:.1f}" for x in s["readings"])
     return f"{s['id']} {s['quantity']} ({s['unit']}): {readings}", s["readings"]
 
