@@ -35,7 +35,7 @@ def _tiny_model(a: argparse.Namespace) -> None:
 
 
 def _grade(a: argparse.Namespace) -> None:
-    from smith.rewards.evaluation import grade_cli
+    from smith.evals.grade import grade_cli
     from smith.tasks import load_catalog
 
     if not Path(a.tool).is_file():

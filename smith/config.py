@@ -129,11 +129,15 @@ def eval_main(argv: list[str] | None = None) -> None:
 
 
 def describe(group: str) -> list[tuple[str, str]]:
-    """(name, first sentence of the header comment) of each config in a group: `smith recipes` / `smith suites`."""
+    """(name, first sentence of the header comment) of each config in a group: `smith recipes` / `smith suites`
+    (the suites are those of the registry, smith.evals.SUITES, each described by its `recipes/suite/<name>.yaml`;
+    no suite module is imported)."""
     import re
 
+    from smith.evals import SUITES
+
     out = []
-    for name in options(group):
+    for name in sorted(SUITES) if group == "suite" else options(group):
         lines = (RECIPES / group / f"{name}.yaml").read_text().splitlines()
         header = []
         for line in lines:

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from smith.evals.rg import _metrics
 from smith.evals.rg.metrics import PAPER_COLUMNS, accuracy_table, bootstrap_matrix, interval, paper_row
+from smith.evals.rg.summary import _metrics
 
 CORRECT = {"a": [1, 0, 1, 1], "b": [0, 0], "c": [1, 1], "d": [1], "empty": []}
 GROUPS = {"a": "Logic", "b": "Games", "c": "Games", "d": "Logic", "empty": "Algebra"}

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from sandbox import Limits
+from smith.evals.grade import grade_cli
 from smith.models.base import Generation
-from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_direct, evaluate_with_model, grade_cli, spec_from_source
+from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_direct, evaluate_with_model
 from smith.tasks import items
-from smith.toolspec import ToolSpec
+from smith.toolspec import ToolSpec, spec_from_source
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "reference_tools"

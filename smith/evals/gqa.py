@@ -35,6 +35,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from smith.evals.suite import Suite
 from smith.tasks import Item
 
 from .rg.sources import FileSuite
@@ -111,5 +112,6 @@ def correct(answer: str, entry: dict[str, Any]) -> bool:
     return normalize(answer) == normalize(entry["answer"])
 
 
-SUITE = FileSuite(load, GROUPS, correct)
-check, run = SUITE.check, SUITE.run  # the suite interface (smith.evals)
+FILES = FileSuite(load, GROUPS, correct)
+check, run = FILES.check, FILES.run
+SUITE = Suite("gqa", check, run)  # the suite interface (smith.evals)

@@ -38,6 +38,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from smith.evals.suite import Suite
 from smith.tasks import Item
 
 from .rg.sources import FileSuite
@@ -141,5 +142,6 @@ def correct(answer: str, entry: dict[str, Any]) -> bool:
     return normalize(pred, entry["unit"]) == normalize(entry["answer"], entry["unit"])
 
 
-SUITE = FileSuite(load, GROUPS, correct)
-check, run = SUITE.check, SUITE.run  # the suite interface (smith.evals)
+FILES = FileSuite(load, GROUPS, correct)
+check, run = FILES.check, FILES.run
+SUITE = Suite("tabmwp", check, run)  # the suite interface (smith.evals)

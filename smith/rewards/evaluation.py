@@ -10,7 +10,7 @@ A built tool is graded on K hard-band questions its writer never saw answered. T
   answer reasoned out in text without the tool counts for nothing.
 - `evaluate_direct`: no model. Calls the tool's function once per question with the question text as its
   single string parameter; the call's output is graded the same way. Deterministic; used by
-  `smith grade` and for fast CPU runs.
+  `smith grade` (smith.evals.grade) and for fast CPU runs.
 
 Per-question traces (status, graded answer, expected answer, error, calls) are returned for logs only;
 nothing in them reaches the policy.
@@ -18,19 +18,15 @@ nothing in them reaches the policy.
 
 from __future__ import annotations
 
-import argparse
-import ast
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from smith.episodes import Episode, Executor, play
-from smith.errors import ConfigError
 from smith.models.base import ChatBackend, SamplingParams
-from smith.tasks import Catalog, Item, items, load_catalog, score
+from smith.tasks import Catalog, Item, load_catalog, score
 from smith.toolspec import ToolSpec
 
 EVALUATOR_SYSTEM = (
@@ -189,82 +185,3 @@ def evaluate_with_model(
             trace.error = next((c["error"] for c in reversed(e.calls) if c.get("error")), None)
         traces.append(trace)
     return _result(traces)
-
-
-GRADE_LIMITS = {"timeout_s": 10.0, "memory_mb": 1024}  # per call; generous for 10-disk Hanoi or countdown search
-_SHOWN_CHARS = 200
-
-
-def spec_from_source(code: str, function_name: str | None = None, label: str = "tool") -> ToolSpec:
-    """A ToolSpec for a bare Python file: the named function (default: the last top-level def), with a
-    schema read off its signature (every parameter a string, those without a default required). A file that
-    does not parse or has no such function is bad input (ConfigError: `smith grade` exits 2 in one line)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as e:
-        if function_name is None:
-            raise ConfigError(f"{label} does not parse ({e.msg}, line {e.lineno}); fix it or pass --function") from e
-        params: dict[str, Any] = {
-            "type": "object",
-            "properties": {"question": {"type": "string"}},
-            "required": ["question"],
-        }
-        return ToolSpec(code, {"name": function_name, "description": label, "parameters": params}, function_name)
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    if function_name is not None:
-        defs = [n for n in defs if n.name == function_name]
-    if not defs:
-        which = f"def {function_name}(...)" if function_name else "top-level function"
-        raise ConfigError(f"{label} has no {which}; define one or pass --function NAME")
-    fn = defs[-1]
-    names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    n_defaults = len(fn.args.defaults)
-    required = names[: len(names) - n_defaults] if n_defaults else names
-    doc = (ast.get_docstring(fn) or f"{fn.name} from {label}").strip().splitlines()[0]
-    params = {"type": "object", "properties": {n: {"type": "string"} for n in names}, "required": required}
-    return ToolSpec(code, {"name": fn.name, "description": doc, "parameters": params}, fn.name)
-
-
-def grade_cli(args: argparse.Namespace) -> None:
-    """`smith grade`: grade a tool file on K questions of a category with the direct evaluator in the
-    strict sandbox, and print the result as JSON."""
-    from sandbox import Limits, Sandbox
-
-    path = Path(args.tool)
-    if not path.is_file():
-        raise FileNotFoundError(f"tool file {path} not found; pass an existing .py file to --tool")
-    category = load_catalog().get(args.category)
-    if args.k < 1:
-        raise ValueError(f"--k must be >= 1, got {args.k}")
-    spec = spec_from_source(path.read_text(), args.function, label=str(path))
-    questions = items(category.name, args.band, args.k, args.seed)
-    with Sandbox(isolation="strict") as sb:
-        result = evaluate_direct(spec, questions, sb, Limits(**GRADE_LIMITS))
-
-    def shown(text: str | None) -> str | None:
-        return text if text is None or len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
-
-    report = {
-        "category": category.name,
-        "group": category.group,
-        "split": category.split,
-        "band": args.band,
-        "seed": args.seed,
-        "tool": str(path),
-        "function": spec.function_name,
-        "k": result.k,
-        "correct": result.correct,
-        "r_eval": result.r_eval,
-        "questions": [
-            {
-                "id": t.item_id,
-                "status": t.status,
-                "answer": shown(t.answer),
-                "expected": shown(t.expected),
-                "error": t.error,
-                "seconds": round(t.seconds, 4),
-            }
-            for t in result.traces
-        ],
-    }
-    print(json.dumps(report, indent=2, ensure_ascii=False))

@@ -26,6 +26,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from smith.errors import ConfigError
+from smith.evals.suite import Suite
 
 OFFLINE = (
     "simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple", "irrelevance",
@@ -193,3 +194,6 @@ def run(cfg: DictConfig) -> dict:
           "data_overall.csv, which counts categories not run as 0, is kept in summary.json's details as "
           "bfcl_overall_csv). I/O tokens: mean input / output tokens per generated entry.\n")
     return summary
+
+
+SUITE = Suite("bfcl", check, run)  # the suite interface (smith.evals)

@@ -7,6 +7,7 @@ training queries, and reports on the held-out ones, per policy (fixed-K baseline
 P_obs, mean depth, mean P_rand, aggregate BoR with a bootstrap 95% interval, and coverage on medium
 (right tool ranked 2-5) and hard (6-20) queries (the paper's section 3.1 breakdown). No language model is
 involved (`model=` is ignored): this suite measures retrieval, not the downstream tool choice.
+Benchmarks are built by `benchmarks`, figures drawn by `plots`.
 
 The package also re-exports the metric (`metric`), the chance baselines (`smith.pool.retrieval.chance`),
 the log audit (`auditing`) and its loaders (`logs`); `python -m smith.evals.bor` is their command line (`cli`).
@@ -15,8 +16,8 @@ the log audit (`auditing`) and its loaders (`logs`); `python -m smith.evals.bor`
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig
@@ -35,7 +36,9 @@ from smith.evals.bor.metric import (
     p_rand,
     per_query_bits,
 )
+from smith.evals.bor.plots import bor_figure, write_plots
 from smith.evals.common import EpisodeLog, check_pool, markdown_table, metric, output_dir, wilson_metric, write_summary
+from smith.evals.suite import Suite
 from smith.pool.retrieval import (
     AdaptiveRetriever,
     DepthPolicy,
@@ -49,15 +52,13 @@ from smith.pool.retrieval import (
 )
 from smith.pool.retrieval.chance import collapse_lambda, random_recall_baseline, random_success_at_least_m
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
 __all__ = [
     "AuditResult",
     "QueryRecord",
     "audit",
     "bits_over_random",
     "bor_ceiling",
+    "bor_figure",
     "bor_interval",
     "collapse_lambda",
     "enrichment_factor",
@@ -72,7 +73,11 @@ __all__ = [
 ]
 
 AGENTS = ("q-bor", "q-f1", "dqn-bor", "dqn-f1")
-BENCHMARKS = ("smith", "bfcl")
+BENCHMARKS: dict[str, Callable[[DictConfig, int], Benchmark]] = {  # suite.benchmarks: name -> its registries
+    "smith": lambda s, seed: smith_benchmark(s.queries_per_category, seed, s.pool, s.categories),
+    "bfcl": lambda s, seed: bfcl_benchmark(s.bfcl_data),
+}
+OPTIONAL = ("bfcl",)  # skipped, with a line, when its files are missing
 COLUMNS = ["benchmark", "N", "scorer", "policy", "n", "coverage", "mean_depth", "mean_p_rand", "bor", "bor_lo",
            "bor_hi", "cov_medium", "cov_hard"]  # fmt: skip
 
@@ -115,16 +120,15 @@ def _fit(agent: QLearningAgent | DQNAgent, train: list[Ranking], s: DictConfig, 
 def _benchmarks(s: DictConfig, seed: int) -> tuple[list[Benchmark], dict[str, str]]:
     built, skipped = [], {}
     for name in s.benchmarks:
-        if name == "smith":
-            built.append(smith_benchmark(s.queries_per_category, seed, s.pool, s.categories))
-        elif name == "bfcl":
-            try:
-                built.append(bfcl_benchmark(s.bfcl_data))
-            except FileNotFoundError as e:
-                skipped["bfcl"] = str(e)
-                print(f"bor: skipping benchmark bfcl: {e}")
-        else:
+        if name not in BENCHMARKS:
             raise ValueError(f"benchmark '{name}' not found; known: {', '.join(BENCHMARKS)}")
+        try:
+            built.append(BENCHMARKS[name](s, seed))
+        except FileNotFoundError as e:
+            if name not in OPTIONAL:
+                raise
+            skipped[name] = str(e)
+            print(f"bor: skipping benchmark {name}: {e}")
     return built, skipped
 
 
@@ -209,7 +213,7 @@ def run(cfg: DictConfig) -> dict:
                     cells.add(_cell_row(key, outcomes, firsts, s.bootstrap))
     rows = sorted(cells, key=lambda r: (r["benchmark"], r["N"], r["scorer"], _policy_order(r["policy"])))
     (out / "results.md").write_text(markdown_table(rows, COLUMNS))
-    plots = [str(p) for p in _plot(rows, out)]
+    plots = [str(p) for p in write_plots(rows, out)]
     details = {
         "benchmarks": {b.name: {"source": b.source, "queries": len(b.queries), "core_tools": b.core} for b in benches},
         "skipped": skipped,
@@ -235,60 +239,4 @@ def _policy_order(name: str) -> tuple[int, int, str]:
     return (0, int(name.removeprefix("fixed-")), "") if name.startswith("fixed-") else (1, 0, name)
 
 
-def bor_figure(rows: list[dict], bench: str) -> Figure:
-    """One benchmark: BoR (top) and coverage (bottom) against K for each registry size; fixed-K as lines per
-    scorer, agents as markers at their mean depth, the BoR ceiling -log2(K/N) dashed, n (queries) in each
-    title, and the legend below the panels inside the canvas."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import StrMethodFormatter
-
-    sub = [r for r in rows if r["benchmark"] == bench]
-    sizes = sorted({r["N"] for r in sub})
-    fig, axes = plt.subplots(2, len(sizes), figsize=(4 * len(sizes), 7), squeeze=False, layout="constrained")
-    for col, N in enumerate(sizes):
-        ax_b, ax_c = axes[0, col], axes[1, col]
-        for i, sname in enumerate(sorted({r["scorer"] for r in sub})):
-            color = f"C{i}"
-            cell = [r for r in sub if r["N"] == N and r["scorer"] == sname]
-            fixed = sorted((r for r in cell if r["policy"].startswith("fixed-")), key=lambda r: r["mean_depth"])
-            ks = [r["mean_depth"] for r in fixed]
-            style = {"color": color, "ms": 3, "marker": "o", "ls": ("-", "--", "-.", ":")[i % 4]}  # ties stay apart
-            ax_b.plot(ks, [r["bor"] for r in fixed], label=f"{sname} fixed-K", **style)
-            ax_c.plot(ks, [r["coverage"] for r in fixed], **style)
-            for r in (r for r in cell if not r["policy"].startswith("fixed-")):
-                mark = dict(zip(AGENTS, "^s*D", strict=True))[r["policy"]]
-                ax_b.plot(
-                    r["mean_depth"], r["bor"], mark, color=color, ms=9, mec="k", label=f"{sname} {r['policy']}"
-                )
-                ax_c.plot(r["mean_depth"], r["coverage"], mark, color=color, ms=9, mec="k")
-        kk = np.unique(np.clip(np.geomspace(1, N, 50).round().astype(int), 1, N))
-        ax_b.plot(kk, [bor_ceiling(N, 1, int(k)) for k in kk], "k--", lw=0.8, label="ceiling -log2(K/N)")
-        for ax, label in ((ax_b, "BoR (bits)"), (ax_c, "coverage P_obs")):
-            ax.set_xscale("log")
-            ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))  # 1, 10 rather than 10^0, 10^1
-            ax.set_xlabel("K (shortlist depth)")
-            ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
-        ns = sorted({r["n"] for r in sub if r["N"] == N})
-        ax_b.set_title(f"{bench}, N={N}, n={'-'.join(map(str, ns[:: max(1, len(ns) - 1)]))} queries")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 2 * len(sizes)), fontsize=7,
-               frameon=False)
-    return fig
-
-
-def _plot(rows: list[dict], out: Path) -> list[Path]:
-    """bor_figure of every benchmark, written to bor_<benchmark>.png."""
-    import matplotlib.pyplot as plt
-
-    paths = []
-    for bench in sorted({r["benchmark"] for r in rows}):
-        fig = bor_figure(rows, bench)
-        path = out / f"bor_{bench}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
-    return paths
+SUITE = Suite("bor", check, run)  # the suite interface (smith.evals)

@@ -40,6 +40,8 @@ from smith.evals.lomekwi.episode import Episode, system_prompt_for
 from smith.evals.lomekwi.world import WORLDS, World, make_v1_world, make_world
 from smith.models.base import ChatBackend, SamplingParams
 
+from ..suite import Suite
+
 FACT_FIELDS = ("key", "model", "n", "n_types", "seed", "budget", "held", "hold_turn", "built", "build_turn",
                "dropped_both", "won", "opened", "total_actions", "pickups", "stop_reason", "usage", "source")
 DEEP_FACT_FIELDS = (*FACT_FIELDS, "built_part", "part_turn", "held_two_parts")
@@ -256,3 +258,6 @@ def _table(models: dict[str, dict[str, Any]], columns: list[str], is_deep: bool 
             "R = P(axe | hold) = R1 R2, E = P(win | axe), S = P(win), G = P(win, no axe)" if is_deep else
             "Lomekwi: C = P(hold), R = P(build | hold), E = P(win | build), S = P(win), G = P(win, no build)")
     return head + "; 95% Wilson intervals.\n\n" + markdown_table(rows, ["model", "N", *columns])
+
+
+SUITE = Suite("lomekwi", check, run)  # the suite interface (smith.evals)

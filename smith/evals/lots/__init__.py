@@ -26,11 +26,12 @@ from tqdm import tqdm
 from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, check_pool, markdown_table, metric, output_dir, write_json, write_summary
 from smith.evals.lots import baselines, plots, spaces, tgb
+from smith.evals.lots.methods import METHODS, ROUTER, SPACES, Task
 from smith.evals.lots.scoring import LikelihoodScorer, loo_scores
 from smith.evals.lots.serving import Agent, ChatAgent, GoldAgent, Server, build_messages, menu_key
+from smith.evals.suite import Suite
 
 SCRIPTED = {"gold": GoldAgent}
-METHODS = ("no_tools", "keep_all", "random", "bm25", "dense", "llm_router", "beam_search", "tto", "lots")
 
 
 def check(cfg: DictConfig) -> list[tuple[str, str]]:
@@ -165,72 +166,72 @@ def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
     families = list(s.families)
     methods = list(s.methods)
     lots = Lots(cfg, out, agent or make_agent(str(cfg.model), cfg), make_scorer(cfg))
-    seed = lots.seed
-    data = _split(cfg, families, int(s.n_fit), int(s.n_eval), seed)
+    data = _split(cfg, families, int(s.n_fit), int(s.n_eval), lots.seed)
     server = lots.server(15)
-    names = server.registry.names
     schemas = [t.schema() for t in server.registry.tools]
     embed = baselines.load_encoder() if {"dense"} & set(methods) or s.fixed_k else None
 
     fits = {f: lots.fit(f, data[f][0], 15, list(s.k_grid)) for f in tqdm(families, desc="LOTS fit")}
-    menus: dict[str, dict[str, list[str]]] = {m: {} for m in methods}
-    router_tokens: dict[str, float] = {}
-    for f in tqdm(families, desc="baselines"):
-        fit_reqs, _ = data[f]
-        k = len(fits[f]["space"])
-        queries = [r.question for r in fit_reqs]
-        fit_acc = lambda menu, reqs=fit_reqs, f=f: server.accuracy(reqs, menu, desc=f"{f}: search")  # noqa: E731
-        for m in methods:
-            if m == "lots":
-                menus[m][f] = fits[f]["space"]
-            elif m == "keep_all":
-                menus[m][f] = baselines.keep_all(names)
-            elif m == "no_tools":
-                menus[m][f] = baselines.no_tools()
-            elif m == "random":
-                menus[m][f] = baselines.random_space(names, k, f"{seed}:{f}")
-            elif m == "bm25":
-                menus[m][f] = spaces.top_k(baselines.bm25_scores(schemas, queries), k)
-            elif m == "dense":
-                menus[m][f] = spaces.top_k(baselines.dense_scores(embed, schemas, queries), k)
-            elif m == "tto":
-                menus[m][f] = baselines.tto(names, fit_acc)[0]
-            elif m == "beam_search":
-                menus[m][f] = baselines.beam_search(names, fit_acc, int(s.beam_width))[0]
-
-    results: dict[str, Any] = {}
+    menus = _spaces(lots, server, data, fits, methods, schemas, embed)
     (out / "traces").mkdir(exist_ok=True)
-    for m in methods:
-        rows_by_family, kept = {}, {}
-        for f in families:
-            ev = data[f][1]
-            if m == "llm_router":
-                routed = lots.agent.route(ev, server.registry)
-                rows_by_family[f] = server.serve(ev, [r for r, _ in routed], desc=f"{m}: {f}")
-                kept[f] = sum(len(r) for r, _ in routed) / max(1, len(routed))
-                router_tokens[f] = sum(t for _, t in routed) / max(1, len(routed))
-            else:
-                rows_by_family[f] = server.serve(ev, [menus[m][f]] * len(ev), desc=f"{m}: {f}")
-                kept[f] = float(len(menus[m][f]))
-        results[m] = _summarise(rows_by_family, kept)
-        if m != "llm_router":
-            results[m]["spaces"] = {f: menus[m][f] for f in families}
-        else:
-            results[m]["selection_prompt_tokens"] = sum(router_tokens.values()) / max(1, len(router_tokens))
-        with (out / "traces" / f"{m}.jsonl").open("w") as fh:
-            for rows in rows_by_family.values():
-                for r in rows:
-                    fh.write(json.dumps({"method": m, **r}) + "\n")
+    results = {m: _evaluate(lots, server, data, m, menus.get(m, {})) for m in methods}
 
-    fixed = _fixed_k(lots, server, data, fits, schemas, embed, list(s.fixed_k), seed) if s.fixed_k else {}
+    fixed = _fixed_k(lots, server, data, fits, schemas, embed, list(s.fixed_k), lots.seed) if s.fixed_k else {}
     scaling = _scaling(lots, data, fits, results) if s.registry_sizes else {}
     stream = _stream(lots, data, fits) if s.stream.rounds else {}
     pool = _pool(lots) if s.pool.path else {}
 
-    details = {"families": families, "n_fit": len(next(iter(data.values()))[0]),
-               "n_eval": len(next(iter(data.values()))[1]), "deletion": str(s.deletion), "methods": results,
-               "lots": fits, "fixed_k": fixed, "registry_scaling": scaling, "stream": stream, "pool": pool}
+    n_fit, n_eval = (len(x) for x in next(iter(data.values())))
+    details = {"families": families, "n_fit": n_fit, "n_eval": n_eval, "deletion": str(s.deletion),
+               "methods": results, "lots": fits, "fixed_k": fixed, "registry_scaling": scaling, "stream": stream,
+               "pool": pool}
     summary = write_summary(out, cfg, _metrics(results), details)
+    _results_md(out, cfg, results, fits, methods, families)
+    plots.write(out, results, fixed, scaling, stream, _plot_n(s, n_eval, len(families)))
+    return summary
+
+
+def _spaces(lots: Lots, server: Server, data: dict, fits: dict, methods: Sequence[str], schemas: list,
+            embed: Any) -> dict[str, dict[str, list[str]]]:
+    """{method: {family: space}} of every task-level method (methods.SPACES), family by family."""
+    names = server.registry.names
+    menus: dict[str, dict[str, list[str]]] = {m: {} for m in methods if m in SPACES}
+    for f in tqdm(list(data), desc="baselines"):
+        fit_reqs, _ = data[f]
+        fit_acc = lambda menu, reqs=fit_reqs, f=f: server.accuracy(reqs, menu, desc=f"{f}: search")  # noqa: E731
+        task = Task(f, names, schemas, [r.question for r in fit_reqs], fit_acc, fits[f], embed, lots.seed,
+                    int(lots.s.beam_width))
+        for m in menus:
+            menus[m][f] = SPACES[m](task)
+    return menus
+
+
+def _evaluate(lots: Lots, server: Server, data: dict, method: str, menus: dict[str, list[str]]) -> dict[str, Any]:
+    """One method on every family's evaluation requests (its space, or the router's per-request picks); writes
+    traces/<method>.jsonl."""
+    rows_by_family, kept, router_tokens = {}, {}, {}
+    for f, (_, ev) in data.items():
+        if method == ROUTER:
+            routed = lots.agent.route(ev, server.registry)
+            rows_by_family[f] = server.serve(ev, [r for r, _ in routed], desc=f"{method}: {f}")
+            kept[f] = sum(len(r) for r, _ in routed) / max(1, len(routed))
+            router_tokens[f] = sum(t for _, t in routed) / max(1, len(routed))
+        else:
+            rows_by_family[f] = server.serve(ev, [menus[f]] * len(ev), desc=f"{method}: {f}")
+            kept[f] = float(len(menus[f]))
+    result = _summarise(rows_by_family, kept)
+    if method != ROUTER:
+        result["spaces"] = {f: menus[f] for f in data}
+    else:
+        result["selection_prompt_tokens"] = sum(router_tokens.values()) / max(1, len(router_tokens))
+    with (lots.out / "traces" / f"{method}.jsonl").open("w") as fh:
+        for rows in rows_by_family.values():
+            for r in rows:
+                fh.write(json.dumps({"method": method, **r}) + "\n")
+    return result
+
+
+def _results_md(out: Path, cfg: DictConfig, results: dict, fits: dict, methods: list[str], families: list[str]) -> None:
     rows = [{"method": m, "accuracy": 100 * results[m]["accuracy"], "tools kept": results[m]["tools_kept"],
              "prompt tokens": results[m]["prompt_tokens"]} for m in methods]
     fam_rows = [{"family": f, **{m: 100 * results[m]["by_family"][f] for m in methods},
@@ -239,8 +240,6 @@ def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
         f"# LOTS on TGB: {cfg.model}\n\nAccuracy (%) macro-averaged over families (Table 1 style).\n\n"
         + markdown_table(rows, ["method", "accuracy", "tools kept", "prompt tokens"], ".1f")
         + "\n## Per family\n\n" + markdown_table(fam_rows, ["family", *methods, "K", "LOTS space"], ".1f"))
-    plots.write(out, results, fixed, scaling, stream, _plot_n(s, len(next(iter(data.values()))[1]), len(families)))
-    return summary
 
 
 def _plot_n(s: DictConfig, n_eval: int, n_families: int) -> dict[str, str]:
@@ -356,3 +355,6 @@ def _pool(lots: Lots) -> dict[str, Any]:
                                       grade=lambda answer, item, cat=cat: score(cat, answer, item))
     write_json(lots.out / "pool.json", out)
     return out
+
+
+SUITE = Suite("lots", check, run)  # the suite interface (smith.evals)

@@ -11,9 +11,13 @@ report (summary, table, figure).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 from omegaconf import DictConfig
 
-MODES = ("sweep", "pilot")
+from smith.evals.suite import Suite
 
 
 def check(cfg: DictConfig) -> list[tuple[str, str]]:
@@ -42,40 +46,76 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
 
 
 def run(cfg: DictConfig) -> dict:
-    """Run the sweep for `cfg.model` (or import `cfg.import_logs`) and write the summary; returns it."""
-    import json
-    from pathlib import Path
-
-    from smith.evals.common import output_dir, write_summary
+    """Run the sweep (or the pilot, `suite.mode`) for `cfg.model`, or import `cfg.import_logs`, and write the
+    summary; returns it."""
+    from smith.evals.common import output_dir
     from smith.models.base import SamplingParams
 
     from .agents import load_agent
     from .host import wants_no_think
-    from .importer import import_logs
-    from .report import pilot_metrics, pilot_report, run_metrics, write_report
-    from .sweep import pilot_plan, plan, run_sweep
 
     s = cfg.suite
     out = output_dir(cfg)
-    score = {"budget": s.score_budget, "surcharge": s.score_surcharge, "n_boot": s.bootstrap, "seed": cfg.seed}
     if cfg.get("import_logs"):
-        records, stats = import_logs(cfg.import_logs, s.import_condition)
-        with (out / "rollouts.jsonl").open("w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in records)
-        details = write_report(records, out, "import", extra={"import": stats}, **score)
-        return write_summary(out, cfg, run_metrics(details), details, model=None,
-                             label=f"imported {Path(str(cfg.import_logs)).name}")
+        return _import(cfg, out)
     params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, seed=cfg.seed)
     agent = load_agent(str(cfg.model), cfg, params)
-    no_think = wants_no_think(agent.name, s.no_think)
-    if s.mode == "pilot":
-        p = s.pilot
-        episodes = pilot_plan(list(p.difficulties), p.reps, p.budget, p.max_turns, cfg.get("limit"), s.max_noop)
-        records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
-        details = pilot_report(records, out, p.budget_mult, extra={"model": agent.name, "episodes": len(records)})
-        return write_summary(out, cfg, pilot_metrics(details), details)
+    return MODES[s.mode](cfg, out, agent, wants_no_think(agent.name, s.no_think))
+
+
+def _score_settings(cfg: DictConfig) -> dict[str, Any]:
+    s = cfg.suite
+    return {"budget": s.score_budget, "surcharge": s.score_surcharge, "n_boot": s.bootstrap, "seed": cfg.seed}
+
+
+def _import(cfg: DictConfig, out: Path) -> dict:
+    """Rescore released rollouts (`import_logs=DIR`)."""
+    import json
+
+    from smith.evals.common import write_summary
+
+    from .importer import import_logs
+    from .report import run_metrics, write_report
+
+    records, stats = import_logs(cfg.import_logs, cfg.suite.import_condition)
+    with (out / "rollouts.jsonl").open("w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+    details = write_report(records, out, "import", extra={"import": stats}, **_score_settings(cfg))
+    return write_summary(out, cfg, run_metrics(details), details, model=None,
+                         label=f"imported {Path(str(cfg.import_logs)).name}")
+
+
+def _sweep(cfg: DictConfig, out: Path, agent: Any, no_think: bool) -> dict:
+    """The live sweep over conditions x tools x difficulties x reps, scored by the counterfactual oracle."""
+    from smith.evals.common import write_summary
+
+    from .report import run_metrics, write_report
+    from .sweep import plan, run_sweep
+
+    s = cfg.suite
     episodes = plan(list(s.conditions), list(s.tools), list(s.reps), list(s.difficulties), cfg.get("limit"),
                     s.surcharge, s.max_turns, s.max_noop, s.obfuscate, s.sequential, s.nudge_errors)
     records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
-    details = write_report(records, out, "run", extra={"model": agent.name, "episodes": len(records)}, **score)
+    details = write_report(records, out, "run", extra={"model": agent.name, "episodes": len(records)},
+                           **_score_settings(cfg))
     return write_summary(out, cfg, run_metrics(details), details)
+
+
+def _pilot(cfg: DictConfig, out: Path, agent: Any, no_think: bool) -> dict:
+    """The tools-off pilot that calibrates the budgets."""
+    from smith.evals.common import write_summary
+
+    from .report import pilot_metrics, pilot_report
+    from .sweep import pilot_plan, run_sweep
+
+    s, p = cfg.suite, cfg.suite.pilot
+    episodes = pilot_plan(list(p.difficulties), p.reps, p.budget, p.max_turns, cfg.get("limit"), s.max_noop)
+    records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
+    details = pilot_report(records, out, p.budget_mult, extra={"model": agent.name, "episodes": len(records)})
+    return write_summary(out, cfg, pilot_metrics(details), details)
+
+
+MODES: dict[str, Callable[[DictConfig, Path, Any, bool], dict]] = {"sweep": _sweep, "pilot": _pilot}  # suite.mode
+
+
+SUITE = Suite("recognition_mcp", check, run)  # the suite interface (smith.evals)
