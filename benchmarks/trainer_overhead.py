@@ -50,7 +50,7 @@ def fixed_samples(tok, n_prompts: int, G: int, length: int, seed: int = 0):
             else:
                 s.rewards.update(use=2 * rng.random())
             group.append(s)
-        out[f"{kind}:{i}"] = group
+        out[f"{kind}:{i // 2}"] = group  # prompt_rows' keys: build and use alternate, numbered within their kind
     return out
 
 

@@ -1,0 +1,28 @@
+"""The benchmark scripts run: each performance claim in the docs is one of them, so a script that no longer starts
+(the trainer one did, after the prompt keys changed) would leave a claim nobody can re-measure. Small sizes; the
+numbers are not asserted (these machines are noisy), only that each prints its ratio line."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("script", "args", "ratio"), [
+    ("trainer_overhead.py", ["--steps", "2", "--rounds", "1"], r"trainer step ratio smith/trl=([0-9.]+)"),
+    ("sandbox_throughput.py", ["--calls", "40", "--workers", "2"], r"speedup=([0-9.]+)"),
+])
+def test_benchmark_prints_its_ratio(script, args, ratio):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = re.findall(ratio, proc.stdout)
+    assert found, proc.stdout[-2000:]
+    assert all(math.isfinite(float(x)) and float(x) > 0 for x in found)
