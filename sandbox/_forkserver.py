@@ -237,11 +237,15 @@ def _flush_std() -> None:
             stream.flush()
 
 
-def _reset_std() -> None:
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the tool process
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
-    sys.stderr = io.TextIOWrapper(
-        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+def _tool_std() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
+    """A tool process's sys.stdin/stdout/stderr, over fds 0, 1 and 2 (which it points at /dev/null and its two
+    pipes). Made once, in the server, which never uses them: every tool process inherits them unwritten."""
+    return (
+        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace"),
+        io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+        ),
     )
 
 
@@ -376,15 +380,26 @@ def _bounding_set() -> list[int]:
     return [cap for cap in range(last + 1) if _libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1]
 
 
-def _drop_privileges(uid: int, bounding: list[int]) -> None:
-    """Empty the capability bounding set, switch to the tool's uid, then clear what setuid leaves."""
-    for cap in bounding:
+_CAP_HEADER = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+_NO_CAPS = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable for both 32-bit halves: all zero
+
+
+def _empty_bounding_set() -> None:
+    """Empty this process's capability bounding set (it keeps its own capabilities: the set only bounds what
+    an execve could grant). The server never execs, so it does this once and every tool process inherits it."""
+    for cap in _bounding_set():
         _prctl(PR_CAPBSET_DROP, cap)
+    if left := _bounding_set():
+        raise OSError(errno.EPERM, f"capabilities {left} are still in the bounding set")
+
+
+def _drop_privileges(uid: int) -> None:
+    """Switch to the tool's uid, then clear every capability setuid leaves (the bounding set is already empty,
+    inherited from the server)."""
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
-    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable for both 32-bit halves: all zero
-    if _libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), data) != 0:
+    if _libc.capset(ctypes.byref(_CAP_HEADER), _NO_CAPS) != 0:
         raise OSError(ctypes.get_errno(), "capset")
 
 
@@ -402,7 +417,8 @@ class ForkServer:
         self.uid_base = cfg["uid_base"]  # tool processes get uid_base + seq: a fresh uid for every run
         self.uid: int | None = None
         self.workdir_root = cfg["workdir_root"]
-        self.bounding = _bounding_set()  # read once: every tool process drops exactly these
+        if self.uid_base is not None:
+            _empty_bounding_set()
         # alone in its own pid namespace (strict, under bubblewrap's init), every other process but init is a
         # tool or its descendant: kill(-1) then reaches them all at once, with no /proc scan
         self.own_pid_ns = bool(cfg["own_pid_ns"]) and os.getpid() <= 16 and os.getppid() == 1
@@ -412,6 +428,9 @@ class ForkServer:
             ifaces = sorted(line.split(":")[0].strip() for line in fh.readlines()[2:])
         for name in PRELOAD:
             __import__(name)
+        self.std = _tool_std()
+        os.environ.clear()  # the tools' environment; spawn() adds the run's HOME and TMPDIR before each fork
+        os.environ.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
         gc.freeze()  # every tool process inherits these objects: no collection in it walks (and copies) them
         hello = {
             "ok": True,
@@ -441,7 +460,7 @@ class ForkServer:
         if pid == 0:
             bad = b""
             try:
-                _drop_privileges(self.uid_base, self.bounding)
+                _drop_privileges(self.uid_base)
                 for path in paths:
                     try:
                         os.listdir(path)
@@ -467,6 +486,8 @@ class ForkServer:
         os.mkdir(self.cwd, 0o700)
         if self.uid is not None:
             os.chown(self.cwd, self.uid, self.uid)
+        # here, not in the child: whatever the server writes before the fork costs the child no page faults
+        os.environ["HOME"] = os.environ["TMPDIR"] = self.cwd
         server = os.getpid()
         pid = os.fork()
         if pid == 0:
@@ -486,14 +507,12 @@ class ForkServer:
                 os.dup2(fd, target)
             os.closerange(5, 1 << 20)
             if self.uid is not None:
-                _drop_privileges(self.uid, self.bounding)
+                _drop_privileges(self.uid)
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid switch, which would clear it
             if os.getppid() != server:  # the server died before that: nothing would reap this process
                 os._exit(70)
             os.chdir(self.cwd)
-            os.environ.clear()
-            os.environ.update(PATH="/usr/bin:/bin", HOME=self.cwd, TMPDIR=self.cwd, LANG="C.UTF-8")
-            _reset_std()
+            sys.stdin, sys.stdout, sys.stderr = self.std
             _prewarm()
             tool_main()
             _flush_std()
