@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sandbox._forkserver import HEADER, UID_BLOCK, FrameError, loads, pack, uid_block_pids
+from sandbox._forkserver import HEADER, RECYCLE, UID_BLOCK, FrameError, loads, pack, uid_block_pids
 from sandbox.cancel import Cancel
 from sandbox.types import Limits, Result
 
@@ -348,11 +348,11 @@ class Worker:
         self._errlog.seek(0)
         return self._errlog.read()[-2000:].decode(errors="replace").strip()
 
-    def _control(self, msg: dict, fds: tuple[int, ...] = ()) -> dict:
+    def _control(self, msg: dict | bytes, fds: tuple[int, ...] = ()) -> dict:
         if self.broken:
             raise WorkerBroken("fork server already failed")
         try:
-            socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
+            socket.send_fds(self.sock, [msg if isinstance(msg, bytes) else json.dumps(msg).encode()], list(fds))
             data = self.sock.recv(1 << 16)
         except OSError as exc:
             self.broken = True
@@ -368,7 +368,7 @@ class Worker:
         child_ends = (fds[0], fds[3], fds[5], fds[7])
         host_ends = (fds[1], fds[2], fds[4], fds[6])
         try:
-            reply = self._control({"op": "recycle"}, child_ends)
+            reply = self._control(RECYCLE, child_ends)
         except BaseException:
             for fd in host_ends:
                 os.close(fd)
@@ -551,7 +551,7 @@ class Worker:
                 self.tool.close()
             reaped = False
             with contextlib.suppress(WorkerBroken, ValueError):
-                reaped = self._control({"op": "recycle"}).get("ok")  # reap without a successor
+                reaped = self._control(RECYCLE).get("ok")  # reap without a successor
             self.sock.close()
             if not reaped:
                 self.kill()

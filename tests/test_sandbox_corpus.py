@@ -394,7 +394,8 @@ def test_privileges_are_gone(sb, baseline):
         "def tool():\n"
         "    libc = ctypes.CDLL(None, use_errno=True)\n"
         "    status = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
-        "    out = {k: status[k].strip() for k in ('CapEff', 'CapPrm', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp')}\n"
+        "    keys = ('CapEff', 'CapPrm', 'CapInh', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp')\n"
+        "    out = {k: status[k].strip() for k in keys}\n"
         "    try:\n"
         "        os.setuid(0)\n"
         "        out['setuid'] = 'ok'\n"
@@ -408,7 +409,8 @@ def test_privileges_are_gone(sb, baseline):
     assert res.status == "ok"
     zero = "0000000000000000"
     assert res.value == {
-        "CapEff": zero, "CapPrm": zero, "CapBnd": zero, "CapAmb": zero, "NoNewPrivs": "1", "Seccomp": "2",
+        "CapEff": zero, "CapPrm": zero, "CapInh": zero, "CapBnd": zero, "CapAmb": zero,
+        "NoNewPrivs": "1", "Seccomp": "2",
         "setuid": "EPERM", "unshare_user": errno.EPERM, "ptrace": errno.EPERM,
     }  # fmt: skip
 
