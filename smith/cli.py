@@ -81,7 +81,7 @@ def _report(a: argparse.Namespace) -> None:
 
 
 def _listing(group: str) -> None:
-    from smith.config import describe
+    from smith.entry import describe
 
     rows = describe(group)
     width = max(len(name) for name, _ in rows)
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     traceback (exit 1), even a FileNotFoundError or ValueError; Ctrl-C exits 130."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["train"], ["eval"]):  # Hydra's words (--cfg job too), behind their own boundary
-        from smith.config import eval_main, train_main
+        from smith.entry import eval_main, train_main
 
         (train_main if argv[0] == "train" else eval_main)(argv[1:])
         return

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model_dir = build_random_model(work / ("model-dry" if a.dry_run else "model"), a.dry_run)
 
     import smith.train.session as session
-    from smith.config import compose
+    from smith.entry import compose
     from smith.train.run import train
 
     syncs: list[float] = []

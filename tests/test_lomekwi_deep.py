@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import ConfigError, compose
+from smith.entry import ConfigError, compose
 from smith.evals import lomekwi
 from smith.evals.lomekwi import deep
 from smith.evals.lomekwi.env import Episode, Rules

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from smith.config import DapoConfig
+
 
 @dataclass
 class Advantages:
@@ -24,8 +26,8 @@ def per_axis_advantages(
     rewards: torch.Tensor,
     num_generations: int,
     weights: torch.Tensor,
-    std_floor: float = 0.1,
-    drop_zero_variance: bool = True,
+    std_floor: float = DapoConfig.std_floor,
+    drop_zero_variance: bool = DapoConfig.dynamic_sampling,
     eps: float = 1e-6,
 ) -> Advantages:
     """rewards: (N, A) with N = groups x num_generations, NaN where an axis does not apply."""

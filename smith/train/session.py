@@ -27,9 +27,9 @@ from omegaconf.errors import OmegaConfBaseException
 from transformers import TrainerCallback
 from yaml import YAMLError
 
+from smith.config import TrainConfig, typed
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
-from smith.rewards import AXES
 from smith.rollout.episodes import Rollout, RolloutSettings, Sample
 from smith.train.trainer import evaluator_state, gathered, sync_evaluator
 
@@ -50,10 +50,6 @@ class Session:
         self.rollout = rollout
         self.pool = pool
         self.seed = int(cfg.seed)
-        self.weights = torch.tensor([float(cfg.rewards.weights[a]) for a in AXES])
-        self.std_floor = float(cfg.dapo.std_floor)
-        self.dynamic_sampling = bool(cfg.dapo.dynamic_sampling)
-        self.per_kind_loss = cfg.dapo.loss_norm == "per_kind"
         self.sync_every = int(cfg.evaluator.sync_every)
         self.has_evaluator_copy = cfg.evaluator.kind == "self" or cfg.judge.kind == "self"
         self.last_sync = 0
@@ -369,20 +365,22 @@ def save_config(cfg: DictConfig, run_dir: Path, resumed_from: Path | None = None
     return path
 
 
-def rollout_settings(cfg: DictConfig, run_dir: Path) -> RolloutSettings:
+def rollout_settings(cfg: DictConfig | TrainConfig, run_dir: Path) -> RolloutSettings:
+    """The rollout's settings from the typed config (smith.config)."""
+    conf = typed(cfg)
     return RolloutSettings(
-        max_completion_length=int(cfg.dapo.max_completion_length),
-        temperature=float(cfg.dapo.temperature),
-        top_p=float(cfg.dapo.top_p),
-        max_turns=int(cfg.use.max_turns),
-        eta_mid=float(cfg.use.eta_mid),
-        eta_min=float(cfg.use.eta_min),
-        n_distractors=int(cfg.use.n_distractors),
-        max_tool_output_chars=int(cfg.use.max_tool_output_chars),
-        evaluator=str(cfg.evaluator.kind),
-        judge=str(cfg.judge.kind),
-        evaluator_max_turns=int(cfg.evaluator.max_turns),
-        judge_max_new_tokens=int(cfg.judge.max_new_tokens),
-        menu_size=int(cfg.pool.menu_size),
+        max_completion_length=conf.dapo.max_completion_length,
+        temperature=conf.dapo.temperature,
+        top_p=conf.dapo.top_p,
+        max_turns=conf.use.max_turns,
+        eta_mid=conf.use.eta_mid,
+        eta_min=conf.use.eta_min,
+        n_distractors=conf.use.n_distractors,
+        max_tool_output_chars=conf.use.max_tool_output_chars,
+        evaluator=conf.evaluator.kind,
+        judge=conf.judge.kind,
+        evaluator_max_turns=conf.evaluator.max_turns,
+        judge_max_new_tokens=conf.judge.max_new_tokens,
+        menu_size=conf.pool.menu_size,
         source_run=run_dir.name,
     )

@@ -129,8 +129,8 @@ class SmithTrainer(GRPOTrainer):
         out = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         cfg = self.smith
-        adv = per_axis_advantages(self._gathered_rewards, self.num_generations, cfg.weights,
-                                  std_floor=cfg.std_floor, drop_zero_variance=cfg.dynamic_sampling)
+        adv = per_axis_advantages(self._gathered_rewards, self.num_generations, self.reward_weights,
+                                  std_floor=self.args.std_floor, drop_zero_variance=self.args.dynamic_sampling)
         n_local = out["advantages"].shape[0]
         local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
         out["advantages"] = adv.advantages[local].to(out["advantages"])
@@ -162,7 +162,7 @@ class SmithTrainer(GRPOTrainer):
         """SMITH's L = L_DAPO(B_build) + L_DAPO(B_use), each normalised by its own kept-token count (all ranks),
         one backward pass. With one denominator (`dapo.loss_norm=batch`) the longer build completions would
         down-weight the use half."""
-        if not self.smith.per_kind_loss:
+        if self.args.loss_norm != "per_kind":
             return super()._compute_loss(model, inputs)
         is_build = inputs["is_build"]
         loss = 0.0
