@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from smith.config import BuildConfig, TasksConfig, TrainConfig
 from smith.errors import ConfigError, guarded, writable_dir, writable_parent
 
 
@@ -109,16 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--warm", action="store_true",
                    help="the SFT-warm-started policy of recipe=tiny (smith.train.warm; ~12 min on 2 cores)")
-    s.add_argument("--cache-dir", default="checkpoints/.task-cache", help="reasoning-gym item cache (--warm)")
+    s.add_argument("--cache-dir", default=TasksConfig.cache_dir, help="reasoning-gym item cache (--warm)")
     s.set_defaults(func=_tiny_model)
 
     s = sub.add_parser("grade", help="grade a tool file on held-out questions in the strict sandbox")
     s.add_argument("--category", required=True)
     s.add_argument("--tool", required=True, help="a .py file defining the tool function")
     s.add_argument("--function", default=None, help="function name (default: the only/last top-level def)")
-    s.add_argument("--k", type=int, default=16)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--band", default="hard", choices=["easy", "hard"])
+    s.add_argument("--k", type=int, default=BuildConfig.k_heldout)  # the training defaults (smith/config.py)
+    s.add_argument("--seed", type=int, default=TrainConfig.seed)
+    s.add_argument("--band", default=BuildConfig.band_heldout, choices=["easy", "hard"])
     s.set_defaults(func=_grade)
 
     s = sub.add_parser("export-pool", help="export a run's tool pool")
