@@ -7,6 +7,7 @@ build the rollout, hand both to the trainer, train (or resume), and save the poo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -27,7 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 from transformers import TrainerCallback
 from yaml import YAMLError
 
-from smith.config import TrainConfig, typed
+from smith.config import TrainConfig, field_of, typed
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
 from smith.rollout.episodes import Rollout, RolloutSettings, Sample
@@ -336,8 +337,13 @@ def config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
     def shown(flat: dict[str, Any], key: str) -> str:
         return json.dumps(flat[key], default=str) if key in flat else "(absent)"
 
+    def added_at_default(key: str) -> bool:
+        """A setting the schema gained after the run was saved, at its default: the run ran with that value."""
+        f = field_of(key)
+        return key not in old and f is not None and f.default is not dataclasses.MISSING and new.get(key) == f.default
+
     return [f"{k}: {shown(old, k)} -> {shown(new, k)}" for k in sorted(old.keys() | new.keys())
-            if old.get(k, absent) != new.get(k, absent)
+            if old.get(k, absent) != new.get(k, absent) and not added_at_default(k)
             and not any(k == m or (m.endswith(".") and k.startswith(m)) for m in RESUME_MAY_CHANGE)]
 
 
