@@ -126,3 +126,19 @@ def test_advantage_names_are_the_registry():
     if registry is None:
         pytest.skip("smith.train.advantages has no ADVANTAGES registry on this branch")
     assert set(ADVANTAGE_NAMES) == set(registry)
+
+
+def test_a_resume_of_a_run_saved_before_a_setting_existed_sees_no_change(tmp_path):
+    """A run saved before the schema gained a setting ran with its default: resuming it is not a change."""
+    from omegaconf import OmegaConf
+
+    from smith.entry import compose
+    from smith.train.session import config_changes
+
+    cfg = compose("config", ["recipe=tiny-random"])
+    saved = OmegaConf.to_container(cfg, resolve=True)
+    del saved["dapo"]["advantage"], saved["distill"]
+    OmegaConf.save(OmegaConf.create(saved), tmp_path / "config.yaml")
+    assert config_changes(cfg, tmp_path) == []
+    changed = compose("config", ["recipe=tiny-random", "dapo.advantage=sum_then_normalize"])
+    assert config_changes(changed, tmp_path) == ['dapo.advantage: (absent) -> "sum_then_normalize"']
