@@ -98,7 +98,7 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from smith.config import compose
+    from smith.entry import compose
     from smith.models.tiny import build_tiny_model
     from smith.pool import ToolPool
     from smith.rewards import AXES

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from smith.config import BuildConfig, TasksConfig, TrainConfig
 from smith.errors import ConfigError, guarded, writable_dir, writable_parent
 
 
@@ -81,7 +82,7 @@ def _report(a: argparse.Namespace) -> None:
 
 
 def _listing(group: str) -> None:
-    from smith.config import describe
+    from smith.entry import describe
 
     rows = describe(group)
     width = max(len(name) for name, _ in rows)
@@ -109,16 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--warm", action="store_true",
                    help="the SFT-warm-started policy of recipe=tiny (smith.train.warm; ~12 min on 2 cores)")
-    s.add_argument("--cache-dir", default="checkpoints/.task-cache", help="reasoning-gym item cache (--warm)")
+    s.add_argument("--cache-dir", default=TasksConfig.cache_dir, help="reasoning-gym item cache (--warm)")
     s.set_defaults(func=_tiny_model)
 
     s = sub.add_parser("grade", help="grade a tool file on held-out questions in the strict sandbox")
     s.add_argument("--category", required=True)
     s.add_argument("--tool", required=True, help="a .py file defining the tool function")
     s.add_argument("--function", default=None, help="function name (default: the only/last top-level def)")
-    s.add_argument("--k", type=int, default=16)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--band", default="hard", choices=["easy", "hard"])
+    s.add_argument("--k", type=int, default=BuildConfig.k_heldout)  # the training defaults (smith/config.py)
+    s.add_argument("--seed", type=int, default=TrainConfig.seed)
+    s.add_argument("--band", default=BuildConfig.band_heldout, choices=["easy", "hard"])
     s.set_defaults(func=_grade)
 
     s = sub.add_parser("export-pool", help="export a run's tool pool")
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     traceback (exit 1), even a FileNotFoundError or ValueError; Ctrl-C exits 130."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["train"], ["eval"]):  # Hydra's words (--cfg job too), behind their own boundary
-        from smith.config import eval_main, train_main
+        from smith.entry import eval_main, train_main
 
         (train_main if argv[0] == "train" else eval_main)(argv[1:])
         return

@@ -1,152 +1,323 @@
-"""Hydra composition for train.py / eval.py with one-line errors instead of deep stack traces.
+"""The training configuration, typed: one dataclass per section, each field with the SMITH paper's default and a
+help string. This module is the one home of every training default (docs/architecture.md, "Configuration").
 
-We use Hydra's compose API (not @hydra.main) so that the run directory is computed once, no
-`outputs/` folder appears behind the user's back, and every failure is one readable line.
+Hydra composes `recipes/config.yaml` on top of `TrainConfig` (registered in Hydra's ConfigStore as `schema` by
+smith.entry), so an override of the wrong type (`max_steps=abc`) fails while composing; `OmegaConf.to_object`
+then builds these dataclasses, and `TrainConfig.__post_init__` checks ranges and enumerations (`max_steps=0`,
+`evaluator.kind=foo`), each a one-line `smith.errors.ConfigError` before any model loads. Recipes override
+what differs; code that needs a value takes it from the built object (or, for a library default, from the
+class attribute: `UseConfig.max_turns`), never from a number of its own.
+
+Layer 0 (beside smith.errors): imported by everything that reads settings, it imports nothing of smith's but
+the error type.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import II, MISSING
 
-from smith.errors import ConfigError, guarded
-
-RECIPES = Path(__file__).resolve().parent / "recipes"  # in a checkout a link to ../recipes; a wheel holds the files
-
-
-def options(group: str) -> list[str]:
-    return sorted(p.stem for p in (RECIPES / group).glob("*.yaml"))
+from smith.errors import ConfigError
 
 
-def _check_group(overrides: list[str], group: str) -> None:
-    for o in overrides:
-        key, _, value = o.partition("=")
-        if key.lstrip("+~") == group and value and value not in options(group):
-            raise ConfigError(f"{group} '{value}' not found; known: {', '.join(options(group))}")
+def knob(default: Any = MISSING, help: str = "", choices: tuple = (), min: float | None = None,
+         factory: Any = None) -> Any:
+    """A field with its help text, and what validation checks: `choices` (an enumeration) or `min` (a range)."""
+    meta: dict[str, Any] = {"help": help}
+    if choices:
+        meta["choices"] = choices
+    if min is not None:
+        meta["min"] = min
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
-def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = (), quick: bool = True) -> DictConfig:
-    """Compose `recipes/<config_name>.yaml` with command-line style overrides (and, for `quick=true`, the
-    suite's `suite.quick` preset before them)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.errors import HydraException
+@dataclass
+class ModelConfig:
+    name_or_path: str = knob("Qwen/Qwen3-4B-Instruct-2507", "a hub id, a local model directory, or `tiny` / "
+                             "`tiny-warm`: the locally built tiny models")
+    dtype: str = knob("bfloat16", "bf16 on GPU; the CPU path uses float32", choices=("bfloat16", "float16", "float32"))
+    tiny_dir: str = knob("checkpoints/.tiny-model", "where `tiny` (random weights) is built (cached)")
+    warm_dir: str = knob("checkpoints/.tiny-warm", "where `tiny-warm` (the SFT-warm-started policy) is built (cached)")
+
+
+@dataclass
+class LoraConfig:
+    r: int = knob(64, "LoRA rank", min=1)
+    alpha: int = knob(128, "LoRA alpha", min=0)
+    dropout: float = knob(0.0, "not PEFT's usual 0.05: TRL recomputes old log-probs in train mode (vLLM), so "
+                          "dropout would add noise to every importance ratio", min=0.0)
+    target_modules: str = knob("all-linear", "PEFT target_modules")
+
+
+@dataclass
+class DapoConfig:
+    loss_type: str = knob("dapo", "TRL's GRPOConfig.loss_type")
+    loss_norm: str = knob("per_kind", "per_kind (paper): L_DAPO(build) + L_DAPO(use), each over its own tokens | "
+                          "batch: one token count", choices=("per_kind", "batch"))
+    advantage: str = knob("per_axis", "the advantage estimator, by name: per_axis (normalise each axis within its "
+                          "group, then the weighted sum) | sum_then_normalize; the names are those of the registry "
+                          "smith.train.advantages.ADVANTAGES, checked by smith.train.run.check_config")
+    epsilon: float = knob(0.2, "lower clip range", min=0.0)
+    epsilon_high: float = knob(0.28, "upper clip range (clip-higher)", min=0.0)
+    beta: float = knob(0.01, "KL coefficient", min=0.0)
+    num_generations: int = knob(8, "G samples per prompt", min=2)
+    prompts_per_step: int = knob(8, "B prompts per optimizer step, split build:use by build.fraction", min=1)
+    gradient_accumulation_steps: int = knob(1, "micro-steps per optimizer step", min=1)
+    learning_rate: float = knob(6.0e-5, "peak learning rate (constant after warm-up)", min=0.0)
+    warmup_steps: int = knob(10, "linear warm-up steps", min=0)
+    temperature: float = knob(0.7, "sampling temperature", min=0.0)
+    top_p: float = knob(0.95, "nucleus sampling", min=0.0)
+    max_completion_length: int = knob(1024, "tokens per completion (an episode's turns together)", min=1)
+    mask_truncated_completions: bool = knob(True, "truncated completions leave the loss")
+    gradient_checkpointing: bool = knob(True, "trade compute for memory on big models; the tiny CPU recipe turns "
+                                        "it off")
+    std_floor: float = knob(0.1, "per-axis std floor for normalise-then-sum advantages", min=0.0)
+    dynamic_sampling: bool = knob(True, "drop groups with zero variance on every axis")
+
+
+@dataclass
+class BuildConfig:
+    fraction: float = knob(0.5, "share of build prompts (0.5: build:use = 1:1)", min=0.0)
+    n_examples: int = knob(4, "N easy in-context examples", min=1)
+    k_heldout: int = knob(16, "K hard held-out questions", min=1)
+    band_examples: str = knob("easy", "the band the examples come from", choices=("easy", "hard"))
+    band_heldout: str = knob("hard", "the band the held-out questions come from", choices=("easy", "hard"))
+
+
+@dataclass
+class UseConfig:
+    max_turns: int = knob(5, "T: assistant turns of a use episode", min=1)
+    eta_mid: float = knob(0.7, "efficiency at half the turn budget", min=0.0)
+    eta_min: float = knob(0.3, "efficiency floor", min=0.0)
+    n_distractors: int = knob(2, "1 matching + 2 distractors", min=0)
+    max_tool_output_chars: int = knob(2000, "a tool's output is cut to this many characters", min=1)
+
+
+@dataclass
+class RewardWeights:
+    format: float = knob(1.0, "weight of the format axis", min=0.0)
+    evaluation: float = knob(1.0, "weight of the evaluation axis", min=0.0)
+    judge: float = knob(0.2, "judge weight 0.2 (reference code)", min=0.0)
+    use: float = knob(1.0, "weight of the use axis", min=0.0)
+
+
+@dataclass
+class RewardsConfig:
+    weights: RewardWeights = knob(help="normalise-then-sum weights per axis", factory=RewardWeights)
+
+
+@dataclass
+class EvaluatorConfig:
+    kind: str = knob("self", "self (synced copy of the policy) | direct (call tool with the question, no LLM) | "
+                     "external", choices=("self", "direct", "external"))
+    sync_every: int = knob(5, "re-sync evaluator/judge to the policy every N steps; 0 = never (No Sync ablation)",
+                           min=0)
+    max_turns: int = knob(2, "turns of an evaluator episode", min=1)
+    base_url: str | None = knob(None, "kind=external: the OpenAI-compatible endpoint")
+    model_name: str | None = knob(None, "kind=external: the model the endpoint serves")
+
+
+@dataclass
+class JudgeConfig:
+    kind: str = knob("self", "self | external | none", choices=("self", "external", "none"))
+    max_new_tokens: int = knob(256, "the judge's reply: three scores and a short reason", min=1)
+    base_url: str | None = knob(None, "kind=external: the OpenAI-compatible endpoint")
+    model_name: str | None = knob(None, "kind=external: the model the endpoint serves")
+
+
+@dataclass
+class PoolConfig:
+    cap_per_category: int = knob(20, "tools kept per category; the lowest quality is evicted", min=1)
+    menu_size: int = knob(3, "tools shown to a use episode (1 matching + distractors)", min=1)
+    retrieval: str | None = knob(None, "null: the paper's menu; bm25 | minilm | a saved AdaptiveRetriever dir: "
+                                    "once the pool holds more than menu_size tools, use menus are the "
+                                    "retriever's adaptive shortlist")
+
+
+@dataclass
+class TasksConfig:
+    catalog: str | None = knob(None, "a catalog file (items and scoring); null -> the packaged "
+                                  "smith/tasks/catalog.yaml")
+    categories: list[str] | None = knob(None, "null -> the catalog's seen categories; or a list to train on a "
+                                           "subset")
+    bank_size: int = knob(64, "items drawn per category and band; tasks sample examples / held-out questions "
+                          "from it", min=1)
+    seed: int = knob(II("seed"), "item banks and task stream; follows the run seed unless set", min=0)
+    cache_dir: str | None = knob("checkpoints/.task-cache", "where item banks are cached")
+
+
+@dataclass
+class SandboxConfig:
+    isolation: str = knob("strict", "strict | process", choices=("strict", "process"))
+    url: str | None = knob(None, "a remote `python -m sandbox serve` instead of a local sandbox")
+    timeout_s: float = knob(2.0, "per tool call", min=0.001)
+    memory_mb: int = knob(512, "per tool process", min=16)
+    workers: int = knob(4, "sandbox worker processes", min=1)
+
+
+@dataclass
+class GenerationConfig:
+    backend: str = knob("hf", "hf (CPU / small GPU) | vllm | scripted (dry runs: text from generation.script)",
+                        choices=("hf", "vllm", "scripted"))
+    script: str | None = knob(None, "module:function for backend=scripted, e.g. "
+                                 "smith.train.dry_run:formatted_tools")
+    vllm_mode: str = knob("colocate", "colocate | server", choices=("colocate", "server"))
+    vllm_server_url: str | None = knob(None, "vllm_mode=server: the `trl vllm-serve` address")
+
+
+@dataclass
+class LoggingConfig:
+    wandb: str = knob("disabled", "online | offline | disabled; the run's config goes to wandb under `smith`",
+                      choices=("online", "offline", "disabled"))
+    project: str = knob("smith", "the wandb project")
+
+
+@dataclass
+class OpenAIConfig:
+    api_key: str | None = knob(None, "null -> OPENAI_API_KEY environment variable, else no key (local servers)")
+    timeout_s: float = knob(120.0, "per request", min=0.001)
+    max_retries: int = knob(4, "the openai SDK's: on 408, 409, 429, 5xx, timeouts, connection errors (backoff)",
+                            min=0)
+    concurrency: int = knob(8, "requests in flight per batch", min=1)
+
+
+@dataclass
+class TrainConfig:
+    """`python train.py`: the root. `smith train --cfg job` prints it resolved, with the recipe applied."""
+
+    name: str = knob(MISSING, "recipe name; the run directory is named after it")
+    seed: int = knob(0, "the run seed", min=0)
+    max_steps: int = knob(60, "paper: 60 DAPO steps", min=1)
+    output_dir: str | None = knob(None, "run directory; null -> checkpoints/<name>-<timestamp> (computed once, "
+                                     "on rank 0)")
+    resume: str | None = knob(None, "a run directory to continue from its last checkpoint")
+    resume_allow_changes: bool = knob(False, "resume with settings that differ from the run's saved config "
+                                      "(docs/training.md)")
+    save_every: int = knob(5, "checkpoint: adapter, optimizer, scheduler, RNG, sampler position, tool pool", min=1)
+    device: str = knob("auto", "auto | cpu | cuda", choices=("auto", "cpu", "cuda"))
+    model: ModelConfig = knob(factory=ModelConfig)
+    lora: LoraConfig = knob(factory=LoraConfig)
+    dapo: DapoConfig = knob(factory=DapoConfig)
+    build: BuildConfig = knob(factory=BuildConfig)
+    use: UseConfig = knob(factory=UseConfig)
+    rewards: RewardsConfig = knob(factory=RewardsConfig)
+    evaluator: EvaluatorConfig = knob(factory=EvaluatorConfig)
+    judge: JudgeConfig = knob(factory=JudgeConfig)
+    pool: PoolConfig = knob(factory=PoolConfig)
+    tasks: TasksConfig = knob(factory=TasksConfig)
+    sandbox: SandboxConfig = knob(factory=SandboxConfig)
+    generation: GenerationConfig = knob(factory=GenerationConfig)
+    logging: LoggingConfig = knob(factory=LoggingConfig)
+    trainer: dict[str, Any] = knob(help="any other GRPOConfig field, e.g. trainer.save_total_limit=2 "
+                                   "trainer.log_completions=true (smith.train.run.trainer_overrides checks them)",
+                                   factory=dict)
+    openai: OpenAIConfig = knob(help="model=openai:<base_url>#<model> and external evaluator/judge endpoints",
+                                factory=OpenAIConfig)
+    distill: dict[str, Any] | None = knob(None, "the distillation recipes' own section (smith.train.distill); "
+                                             "null for SMITH training")
+
+    def __post_init__(self) -> None:
+        if self.tasks.seed == II("seed"):  # built in Python, not by Hydra: resolve the interpolation here
+            self.tasks.seed = self.seed
+        validate(self)
+
+
+# -- validation: one place, driven by the fields' annotations and metadata ------------------------------------
+
+
+def _kinds(annotation: Any) -> tuple[Any, bool]:
+    """(the field's base type, whether it may be None)."""
+    if isinstance(annotation, str):
+        annotation = eval(annotation, {**globals(), **typing.__dict__})  # our own annotations (postponed: strings)
+    args = typing.get_args(annotation)
+    if (typing.get_origin(annotation) is typing.Union or isinstance(annotation, types.UnionType)) \
+            and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return rest[0], True
+    return annotation, False
+
+
+def shown(value: Any) -> str:
+    """A value as the user would have typed it (a whole float without its `.0`)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def problem(key: str, value: Any) -> str | None:
+    """What is wrong with `key=value` for the schema's field `key` (dotted, e.g. `dapo.learning_rate`), in one
+    line, or None. Also used by smith.entry to word a type error Hydra raises while composing."""
+    f = field_of(key)
+    return None if f is None else _check(key, value, f)
+
+
+def field_of(key: str, root: type | None = None) -> dataclasses.Field | None:
+    """The schema's field for a dotted key, or None."""
+    node: Any = root or TrainConfig
+    found = None
+    for part in key.split("."):
+        if not dataclasses.is_dataclass(node):
+            return None
+        fields = {f.name: f for f in dataclasses.fields(node)}
+        if part not in fields:
+            return None
+        found = fields[part]
+        node = _kinds(found.type)[0]
+    return found
+
+
+def validate(conf: Any, prefix: str = "") -> None:
+    """Every field's type, range and enumeration, depth first; the first problem is a one-line ConfigError."""
+    for f in dataclasses.fields(conf):
+        value = getattr(conf, f.name)
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(value):
+            validate(value, f"{key}.")
+        elif value != MISSING and (message := _check(key, value, f)):
+            raise ConfigError(message)
+
+
+def _check(key: str, value: Any, f: dataclasses.Field) -> str | None:
+    kind, nullable = _kinds(f.type)
+    meta = f.metadata
+    if value is None and nullable:
+        return None
+    if kind is bool:
+        return None if isinstance(value, bool) else f"{key}={shown(value)} must be true or false"
+    if kind in (int, float):
+        number = isinstance(value, int) if kind is int else isinstance(value, int | float) and math.isfinite(value)
+        low = meta.get("min")
+        if isinstance(value, bool) or not number or (low is not None and value < low):
+            what = "an integer" if kind is int else "a number"
+            return f"{key}={shown(value)} must be {what}" + (f" >= {low}" if low is not None else "")
+        return None
+    if "choices" in meta and value not in meta["choices"]:
+        return f"{key}={shown(value)} is not one of {', '.join(meta['choices'])}"
+    return None
+
+
+def typed(cfg: Any) -> TrainConfig:
+    """The typed, validated config from Hydra's composed DictConfig (a TrainConfig is returned as it is): built
+    once at start-up (smith.train.run.check_config) and passed down."""
+    if isinstance(cfg, TrainConfig):
+        return cfg
+    from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    for group in groups:
-        _check_group(overrides, group)
-    # trainer.* are GRPOConfig fields the recipe does not list: add them, as Hydra's `++` would
-    overrides = [f"++{o}" if o.startswith("trainer.") else o for o in overrides]
     try:
-        with initialize_config_dir(config_dir=str(RECIPES), version_base="1.3"):
-            cfg = hydra_compose(config_name=config_name, overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as e:
-        first = str(e).strip().splitlines()[0]
-        raise ConfigError(f"bad override in {' '.join(overrides) or '(none)'}: {first}") from None
-    if not isinstance(cfg.get("quick", False), bool):
-        raise ConfigError(f"quick={cfg.quick} must be true or false")
-    preset = OmegaConf.select(cfg, "suite.quick") if quick and cfg.get("quick") else None
-    if preset:  # `quick=true`: the suite's own overrides first, so that the user's still win
-        return compose(config_name, [*map(str, preset), *overrides], groups, quick=False)
-    return cfg
-
-
-def parse_argv(argv: list[str]) -> tuple[bool, list[str]]:
-    """Split `--cfg job` (print the resolved config) from Hydra overrides."""
-    show, rest, i = False, [], 0
-    while i < len(argv):
-        if argv[i] == "--cfg":
-            show, i = True, i + 2
-            continue
-        if argv[i].startswith("--cfg="):
-            show, i = True, i + 1
-            continue
-        if argv[i] in ("-h", "--help"):
-            raise ConfigError("usage: KEY=VALUE overrides (recipe=NAME, max_steps=N, ...); --cfg job prints the config")
-        rest.append(_quote_hash(argv[i]))
-        i += 1
-    return show, rest
-
-
-def _quote_hash(override: str) -> str:
-    """Hydra's override grammar rejects a bare '#', which `model=openai:<url>#<model>` needs: quote such values."""
-    key, sep, value = override.partition("=")
-    if sep and "#" in value and value[:1] not in "'\"":
-        return f"{key}='{value}'"
-    return override
-
-
-def hydra_verbose(argv: list[str]) -> bool:
-    """Whether the command line turns on Hydra's `hydra.verbose` (true, a logger name or a list of them): the
-    boundary then shows the traceback of bad input and Ctrl-C too, like SMITH_TRACEBACK=1. Read off argv, since
-    the boundary must know before composing (composing may be what fails)."""
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if sep and key.lstrip("+") == "hydra.verbose":
-            return value.strip().strip("'\"").lower() not in ("", "false", "null", "none", "[]")
-    return False
-
-
-def main_entry(config_name: str, groups: tuple[str, ...], run, argv: list[str] | None = None) -> None:  # noqa: ANN001
-    """Shared body of train.py and eval.py (and `smith train` / `smith eval`): compose, optionally print, run, all
-    behind the error boundary (smith.errors: bad input is one line and exit 2, Ctrl-C exit 130; tracebacks with
-    `hydra.verbose=true`)."""
-    argv = sys.argv[1:] if argv is None else argv
-
-    def body() -> None:
-        show, overrides = parse_argv(argv)
-        cfg = compose(config_name, overrides, groups)
-        if show:
-            print(OmegaConf.to_yaml(cfg, resolve=True))
-            return
-        run(cfg)
-
-    guarded(body, verbose=hydra_verbose(argv))
-
-
-def train_main(argv: list[str] | None = None) -> None:
-    """`python train.py ...` and `smith train ...`."""
-
-    def run(cfg: DictConfig) -> None:
-        from smith.train import run
-
-        run(cfg)
-
-    main_entry("config", ("recipe",), run, argv)
-
-
-def eval_main(argv: list[str] | None = None) -> None:
-    """`python eval.py ...` and `smith eval ...`."""
-
-    def run(cfg: DictConfig) -> None:
-        from smith.evals import run
-
-        run(cfg)
-
-    main_entry("eval", ("suite",), run, argv)
-
-
-def describe(group: str) -> list[tuple[str, str]]:
-    """(name, first sentence of the header comment) of each config in a group: `smith recipes` / `smith suites`
-    (the suites are those of the registry, smith.evals.SUITES, each described by its `recipes/suite/<name>.yaml`;
-    no suite module is imported)."""
-    import re
-
-    from smith.evals import SUITES
-
-    out = []
-    for name in sorted(SUITES) if group == "suite" else options(group):
-        lines = (RECIPES / group / f"{name}.yaml").read_text().splitlines()
-        header = []
-        for line in lines:
-            if not line.startswith("#"):
-                break
-            text = line.lstrip("#").strip()
-            if "@package" in text or text.startswith(("python ", "smith ")):
-                continue
-            header.append(text)
-        first = re.split(r"(?<=\.)\s", " ".join(header), maxsplit=1)[0]
-        out.append((name, first if len(first) <= 110 else first[:109].rstrip() + "…"))
-    return out
+        conf = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"config: {str(e).strip().splitlines()[0]}") from None
+    if not isinstance(conf, TrainConfig):
+        raise ConfigError(f"config: not a training config ({type(conf).__name__})")
+    return conf

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     run_dir = work / ("run-dry" if a.dry_run else "run")
     model_dir = build_random_model(work / ("model-dry" if a.dry_run else "model"), a.dry_run)
 
-    from smith.config import compose
+    from smith.entry import compose
     from smith.train.run import train
 
     cfg = compose("config", overrides(model_dir, run_dir, a.dry_run, a.steps), ("recipe",))

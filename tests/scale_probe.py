@@ -46,7 +46,7 @@ def _vllm_vs_policy(trainer: Any) -> dict[str, Any]:
 
 
 def main(out_path: str, overrides: list[str]) -> None:
-    from smith.config import compose
+    from smith.entry import compose
     from smith.train import resolve_run_dir
     from smith.train.run import train
     from smith.train.trainer import SmithTrainer

@@ -5,12 +5,12 @@ constants it states are the code's and the config's."""
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from smith.rewards import format as format_module
 from smith.rewards import judge as judge_module
@@ -100,7 +100,12 @@ def resolves(dotted: str) -> bool:
 
 
 def config() -> dict:
-    return yaml.safe_load((ROOT / "recipes" / "config.yaml").read_text())
+    """The training config's keys and defaults: the typed schema, smith.config.TrainConfig."""
+    from omegaconf import OmegaConf
+
+    from smith.config import TrainConfig
+
+    return OmegaConf.to_container(OmegaConf.structured(TrainConfig))
 
 
 def in_config(key: str, cfg: dict) -> bool:
@@ -137,7 +142,7 @@ def test_every_config_key_in_the_doc_exists():
     keys = {k for k in re.findall(r"`([a-z_]+(?:\.[a-z_]+)+)(?:=[^`]*)?`", doc_text()) if k.split(".")[0] in cfg}
     assert len(keys) > 10, sorted(keys)
     missing = sorted(k for k in keys if not in_config(k, cfg))
-    assert not missing, f"docs/architecture.md names config keys that recipes/config.yaml lacks: {missing}"
+    assert not missing, f"docs/architecture.md names config keys that smith.config.TrainConfig lacks: {missing}"
 
 
 def stated(text: str, name: str) -> float:
@@ -161,18 +166,24 @@ CONFIG_KEYS = ["use.eta_mid", "use.eta_min", "use.max_turns", "build.n_examples"
 
 @pytest.mark.parametrize("key", CONFIG_KEYS)
 def test_doc_states_the_config_defaults(key):
-    assert stated(doc_text(), key) == config_value(config(), key), f"{key}: docs/architecture.md vs recipes/config.yaml"
+    assert stated(doc_text(), key) == config_value(config(), key), f"{key}: docs/architecture.md vs smith/config.py"
 
 
 def test_doc_states_the_code_constants():
+    from smith.train.advantages import ADVANTAGES
+
     text = doc_text()
     assert stated(text, "FORMAT_REWARD") == format_module.FORMAT_REWARD
     assert stated(text, "SYNTAX_ERROR_REWARD") == judge_module.SYNTAX_ERROR_REWARD
     assert stated(text, "MISMATCH_FACTOR") == judge_module.MISMATCH_FACTOR
-    # the code's own defaults agree with the config the doc states
-    assert stated(text, "use.eta_mid") == use_module.ETA_MID
-    assert stated(text, "use.eta_min") == use_module.ETA_MIN
-    assert stated(text, "use.max_turns") == use_module.MAX_TURNS
+    # the pure functions' library defaults are the config's (taken from smith.config, see tests/test_config.py)
+    efficiency = inspect.signature(use_module.efficiency).parameters
+    assert stated(text, "use.eta_mid") == efficiency["eta_mid"].default
+    assert stated(text, "use.eta_min") == efficiency["eta_min"].default
+    correctness = inspect.signature(use_module.correctness_reward).parameters
+    assert stated(text, "use.max_turns") == correctness["max_turns"].default
+    for estimate in ADVANTAGES.values():
+        assert stated(text, "dapo.std_floor") == inspect.signature(estimate).parameters["std_floor"].default
 
 
 def test_doc_worked_use_rewards_match_the_formula():
@@ -184,11 +195,11 @@ def test_doc_worked_use_rewards_match_the_formula():
 
 
 LAYERS = {  # the doc's "Dependencies point one way", lowest first; smith.errors sits below everything
-    "smith.errors": 0, "sandbox": 1,
+    "smith.errors": 0, "smith.config": 0, "sandbox": 1,
     "smith.episodes": 2, "smith.toolspec": 2, "smith.tasks": 2, "smith.models": 2,
     "smith.rollout": 3, "smith.rewards": 3, "smith.pool": 3,
     "smith.train": 4, "smith.evals": 4, "smith.curves": 4,
-    "smith.cli": 5, "smith.config": 5, "smith.gpu_check": 5, "smith": 5,
+    "smith.cli": 5, "smith.entry": 5, "smith.gpu_check": 5, "smith": 5,
 }
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from smith.config import compose
+from smith.entry import compose
 from smith.evals.bor import run
 from smith.evals.bor.benchmarks import bfcl_benchmark, bfcl_data_dir, smith_benchmark
 from smith.pool import PoolEntry, ToolPool

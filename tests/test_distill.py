@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import compose
+from smith.entry import compose
 
 from .conftest import ROOT
 

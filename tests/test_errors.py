@@ -239,7 +239,7 @@ def test_smith_traceback_or_hydra_verbose_shows_the_traceback(script, switch):
 
 
 def test_hydra_verbose_values():
-    from smith.config import hydra_verbose
+    from smith.entry import hydra_verbose
 
     assert hydra_verbose(["recipe=tiny", "hydra.verbose=true"]) and hydra_verbose(["hydra.verbose=[smith]"])
     assert not hydra_verbose(["hydra.verbose=false"]) and not hydra_verbose(["recipe=tiny"])

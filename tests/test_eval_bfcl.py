@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import compose
+from smith.entry import compose
 from smith.evals.bfcl import categories, sections
 from smith.evals.bfcl.venv import DEFAULT_DIR, has_bfcl, python_of
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import compose
+from smith.entry import compose
 from smith.errors import ConfigError
 from tests.test_eval_rg_baselines import rows, scripted, tool_reply, use_reply
 

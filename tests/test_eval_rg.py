@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import compose
+from smith.entry import compose
 
 ROOT = Path(__file__).resolve().parent
 SEEN, UNSEEN = "spell_backward", "count_bits"  # deterministic reference tools; one seen, one unseen category

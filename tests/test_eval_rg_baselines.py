@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import compose
+from smith.entry import compose
 from tests.test_eval_rg import reference_reply
 
 SEEN, UNSEEN = "spell_backward", "count_bits"

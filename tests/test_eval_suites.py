@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import describe, options
+from smith.entry import describe, options
 from smith.errors import ConfigError
 from smith.evals import SUITES, get
 from smith.evals.suite import Suite

@@ -12,7 +12,7 @@ import yaml
 from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from smith.config import ConfigError, compose, options
+from smith.entry import ConfigError, compose, options
 from smith.models.base import parse_tool_calls
 from smith.models.tiny import build_tiny_model
 

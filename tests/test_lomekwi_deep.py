@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import ConfigError, compose
+from smith.entry import ConfigError, compose
 from smith.evals import lomekwi
 from smith.evals.lomekwi.deep import costs as deep_costs
 from smith.evals.lomekwi.deep import env as deep_env

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import ConfigError, compose
+from smith.entry import ConfigError, compose
 from smith.evals import lomekwi
 
 ROOT = Path(__file__).resolve().parent.parent

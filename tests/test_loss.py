@@ -8,7 +8,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from smith.config import compose
+from smith.entry import compose
 from smith.train.data import prompt_rows
 from smith.train.run import grpo_args
 from smith.train.trainer import AXIS_REWARDS, SmithTrainer

@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from smith.config import compose
+from smith.entry import compose
 from smith.evals import lots
 from smith.evals.lots.serving import ChatAgent
 from smith.models.base import Generation

@@ -13,7 +13,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from smith.config import compose, options
+from smith.entry import compose, options
 
 from .conftest import ROOT
 

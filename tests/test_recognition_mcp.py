@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from smith.config import compose
+from smith.entry import compose
 from smith.evals.recognition_mcp.agents import AnthropicAgent, ChatAgent, Manual, Prober
 from smith.evals.recognition_mcp.division import long_division
 from smith.evals.recognition_mcp.host import (

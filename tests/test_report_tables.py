@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import compose
+from smith.entry import compose
 from smith.evals.report import build_report, by_method, ood_table
 from tests.test_eval_ood import FILES, scripted, writer
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.config import compose
+from smith.entry import compose
 from smith.evals.common import SCHEMA_FILE, validate_summary, write_json
 
 from .conftest import ROOT

@@ -18,7 +18,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from smith.config import ConfigError, compose
+from smith.entry import ConfigError, compose
 from smith.train import resolve_run_dir
 from smith.train.run import train
 

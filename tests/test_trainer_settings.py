@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from smith.config import ConfigError, compose
+from smith.entry import ConfigError, compose
 from smith.train.run import OWNED, check_config, grpo_args
 
 

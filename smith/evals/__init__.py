@@ -19,7 +19,7 @@ from smith.errors import ConfigError
 from smith.evals.suite import Suite
 
 # name -> the module holding its SUITE, imported on use (suites import heavy dependencies); `smith suites` lists
-# these names with their configs' headers (smith.config.describe)
+# these names with their configs' headers (smith.entry.describe)
 SUITES: dict[str, str] = {
     "rg": "smith.evals.rg",
     "tabmwp": "smith.evals.tabmwp",

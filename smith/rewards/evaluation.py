@@ -24,6 +24,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from smith.config import EvaluatorConfig
 from smith.episodes import Episode, Executor, play
 from smith.models.base import ChatBackend, SamplingParams
 from smith.tasks import Catalog, Item, load_catalog, score
@@ -159,7 +160,7 @@ def evaluate_with_model(
     backend: ChatBackend,
     sandbox: Any,
     limits: Any = None,
-    max_turns: int = 3,
+    max_turns: int = EvaluatorConfig.max_turns,
     params: SamplingParams | None = None,
     tool_name: str | None = None,
     catalog: Catalog | None = None,

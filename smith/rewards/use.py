@@ -4,18 +4,17 @@
     eta(rho) = 1 - 2 (1 - eta_mid) rho                              for rho <= 0.5
              = max(eta_min, eta_mid (1 - 2 (rho - 0.5))^2)           for rho >  0.5
 
-with eta_mid = 0.7 and eta_min = 0.3, so eta(0) = 1, eta(0.5) = 0.7 and eta(rho >= 0.75) = 0.3: the
-floor keeps a correct answer worth more than a wrong one even at the turn limit.
+with the paper's eta_mid = 0.7 and eta_min = 0.3 (`use.eta_mid`, `use.eta_min` in smith.config, where the
+defaults below come from), so eta(0) = 1, eta(0.5) = 0.7 and eta(rho >= 0.75) = 0.3: the floor keeps a correct
+answer worth more than a wrong one even at the turn limit.
 """
 
 from __future__ import annotations
 
-ETA_MID = 0.7
-ETA_MIN = 0.3
-MAX_TURNS = 5
+from smith.config import UseConfig
 
 
-def efficiency(rho: float, eta_mid: float = ETA_MID, eta_min: float = ETA_MIN) -> float:
+def efficiency(rho: float, eta_mid: float = UseConfig.eta_mid, eta_min: float = UseConfig.eta_min) -> float:
     """eta(rho) for a turn fraction rho in [0, 1] (values outside are clipped)."""
     rho = min(max(rho, 0.0), 1.0)
     if rho <= 0.5:
@@ -24,7 +23,11 @@ def efficiency(rho: float, eta_mid: float = ETA_MID, eta_min: float = ETA_MIN) -
 
 
 def correctness_reward(
-    correct: bool, turns: int, max_turns: int = MAX_TURNS, eta_mid: float = ETA_MID, eta_min: float = ETA_MIN
+    correct: bool,
+    turns: int,
+    max_turns: int = UseConfig.max_turns,
+    eta_mid: float = UseConfig.eta_mid,
+    eta_min: float = UseConfig.eta_min,
 ) -> float:
     """r_correct = 2 c eta(min(turns / max_turns, 1)); `turns` is the number of assistant turns used."""
     if max_turns <= 0:

@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from smith.config import DapoConfig, EvaluatorConfig, JudgeConfig, PoolConfig, UseConfig
 from smith.episodes import Episode, continuation_ids, menu_executor, play
 from smith.models.base import SamplingParams
 from smith.pool import PoolEntry, ToolPool, menu_names
@@ -73,20 +74,23 @@ class UseTask:
 
 @dataclass
 class RolloutSettings:
-    max_completion_length: int = 1024
-    temperature: float = 0.7
-    top_p: float = 0.95
-    max_turns: int = 5
-    eta_mid: float = 0.7
-    eta_min: float = 0.3
-    n_distractors: int = 2
-    max_tool_output_chars: int = 2000
-    evaluator: str = "direct"  # direct | self | external
-    judge: str = "none"  # self | external | none
-    evaluator_max_turns: int = 2
-    judge_max_new_tokens: int = 256
-    menu_size: int = 3  # tools a use prompt shows; with a retriever, a larger pool is shortlisted to this
-    source_run: str = ""
+    """What the rollout reads of the config (smith.train.session.rollout_settings fills it from the typed config);
+    the defaults are smith.config's, for library use and tests."""
+
+    max_completion_length: int = DapoConfig.max_completion_length
+    temperature: float = DapoConfig.temperature
+    top_p: float = DapoConfig.top_p
+    max_turns: int = UseConfig.max_turns
+    eta_mid: float = UseConfig.eta_mid
+    eta_min: float = UseConfig.eta_min
+    n_distractors: int = UseConfig.n_distractors
+    max_tool_output_chars: int = UseConfig.max_tool_output_chars
+    evaluator: str = EvaluatorConfig.kind  # self | direct | external
+    judge: str = JudgeConfig.kind  # self | external | none
+    evaluator_max_turns: int = EvaluatorConfig.max_turns
+    judge_max_new_tokens: int = JudgeConfig.max_new_tokens
+    menu_size: int = PoolConfig.menu_size  # tools a use prompt shows; with a retriever, a larger pool is shortlisted
+    source_run: str = ""  # the run directory's name (run state, not a setting)
 
 
 def inner_build_message(menu: dict[str, PoolEntry], name: str, question: str) -> str:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from smith.config import DapoConfig
+
 
 @dataclass
 class Advantages:
@@ -58,8 +60,9 @@ def _finish(adv: torch.Tensor, per_axis: torch.Tensor, signal: torch.Tensor, dro
 
 
 @register_advantage("per_axis")
-def per_axis_advantages(rewards: torch.Tensor, num_generations: int, weights: torch.Tensor, std_floor: float,
-                        drop_zero_variance: bool = True, eps: float = 1e-6) -> Advantages:
+def per_axis_advantages(rewards: torch.Tensor, num_generations: int, weights: torch.Tensor,
+                        std_floor: float = DapoConfig.std_floor, drop_zero_variance: bool = DapoConfig.dynamic_sampling,
+                        eps: float = 1e-6) -> Advantages:
     """Standardise each axis within its group (std floored at `std_floor`), then take the weighted sum."""
     grouped, present = _grouped(rewards, num_generations)
     count = present.sum(dim=1, keepdim=True).clamp(min=1)
@@ -74,8 +77,9 @@ def per_axis_advantages(rewards: torch.Tensor, num_generations: int, weights: to
 
 
 @register_advantage("sum_then_normalize")
-def summed_advantages(rewards: torch.Tensor, num_generations: int, weights: torch.Tensor, std_floor: float,
-                      drop_zero_variance: bool = True, eps: float = 1e-6) -> Advantages:
+def summed_advantages(rewards: torch.Tensor, num_generations: int, weights: torch.Tensor,
+                      std_floor: float = DapoConfig.std_floor, drop_zero_variance: bool = DapoConfig.dynamic_sampling,
+                      eps: float = 1e-6) -> Advantages:
     """GRPO on the weighted sum of the axes (a missing axis counts 0), standardised within the group."""
     grouped, present = _grouped(rewards, num_generations)
     filled = torch.where(present, grouped, torch.zeros_like(grouped))

@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from smith.config import BuildConfig, TasksConfig
 from smith.rollout.episodes import BuildTask, UseTask
 from smith.tasks import items
 
@@ -26,9 +27,9 @@ class TaskSource:
     k_heldout: int
     seed: int
     cache_dir: str | None
-    bank_size: int = 64
-    band_examples: str = "easy"
-    band_heldout: str = "hard"
+    bank_size: int = TasksConfig.bank_size  # defaults: smith.config's
+    band_examples: str = BuildConfig.band_examples
+    band_heldout: str = BuildConfig.band_heldout
     catalog: Any = None  # where the categories' bands come from (`tasks.catalog`); None: the packaged catalog
 
     def __post_init__(self) -> None:

@@ -6,7 +6,6 @@ trainer -> train (or resume) -> pool saved. The step itself lives in SmithTraine
 
 from __future__ import annotations
 
-import math
 import os
 from contextlib import ExitStack
 from functools import partial
@@ -16,6 +15,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from smith.config import TrainConfig, typed
 from smith.errors import ConfigError, writable_dir, writable_parent
 from smith.models.openai import check_endpoint
 from smith.pool import ToolPool
@@ -113,7 +113,7 @@ def make_sandbox(cfg: DictConfig) -> tuple[Any, Any]:
     return Sandbox(isolation=str(cfg.sandbox.isolation), workers=int(cfg.sandbox.workers)), limits
 
 
-def per_device_batch(cfg: DictConfig, num_processes: int) -> int:
+def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
     """Completions per device and micro-step; a batch that does not split is refused (train() asks before the
     model loads, so the refusal is immediate)."""
     d = cfg.dapo
@@ -144,6 +144,8 @@ OWNED = {
     "vllm_mode": "generation.vllm_mode", "vllm_server_base_url": "generation.vllm_server_url",
     "remove_unused_columns": "the prompt rows", "dataloader_num_workers": "the prompt stream",
     "generation_batch_size": "dapo.prompts_per_step", "steps_per_generation": "dapo.gradient_accumulation_steps",
+    "advantage": "dapo.advantage", "std_floor": "dapo.std_floor", "dynamic_sampling": "dapo.dynamic_sampling",
+    "loss_norm": "dapo.loss_norm",
 }
 
 
@@ -171,17 +173,14 @@ def _accepts(kind: Any, value: Any) -> bool:
     return True
 
 
-def trainer_overrides(cfg: DictConfig) -> dict[str, Any]:
+def trainer_overrides(cfg: TrainConfig) -> dict[str, Any]:
     """`trainer.<field>=value`: any GRPOConfig field smith does not set itself (checked before any model loads)."""
     import dataclasses
     import difflib
 
     from trl import GRPOConfig
 
-    node = cfg.get("trainer")
-    overrides = OmegaConf.to_container(node, resolve=True) if node is not None else {}
-    if not isinstance(overrides, dict):
-        raise ConfigError(f"trainer must be a mapping of GRPOConfig fields, got {overrides!r}")
+    overrides = dict(cfg.trainer)
     fields = {f.name: f for f in dataclasses.fields(GRPOConfig)}
     for key, value in overrides.items():
         if key in OWNED:
@@ -200,7 +199,9 @@ def trainer_overrides(cfg: DictConfig) -> dict[str, Any]:
     return overrides
 
 
-def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> SmithGRPOConfig:
+def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> SmithGRPOConfig:
+    """TRL's arguments with smith's own (SmithGRPOConfig), from the typed config; `owned` maps smith's keys."""
+    cfg = typed(cfg)
     d = cfg.dapo
     per_device = per_device_batch(cfg, num_processes)
     report = [] if cfg.logging.wandb == "disabled" else ["wandb"]
@@ -226,7 +227,7 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
         gradient_checkpointing=bool(d.gradient_checkpointing),
         learning_rate=float(d.learning_rate),
         warmup_steps=int(d.warmup_steps),
-        reward_weights=[float(cfg.rewards.weights[f.__name__]) for f in AXIS_REWARDS],
+        reward_weights=[float(getattr(cfg.rewards.weights, f.__name__)) for f in AXIS_REWARDS],
         shuffle_dataset=False,  # rows alternate build/use; in order, every batch splits 1:1
         save_strategy="steps",
         save_steps=int(cfg.save_every),
@@ -240,13 +241,15 @@ def grpo_args(cfg: DictConfig, run_dir: Path, on_gpu: bool, num_processes: int) 
            if use_vllm and cfg.generation.vllm_server_url else {}),
         remove_unused_columns=False,
         dataloader_num_workers=0,
+        advantage=d.advantage,
+        std_floor=d.std_floor,
+        dynamic_sampling=d.dynamic_sampling,
+        loss_norm=d.loss_norm,
     )
     defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,
                     disable_tqdm=True)  # smith prints one line per step (smith.train.progress)
-    smith = dict(advantage=str(d.advantage), std_floor=float(d.std_floor), dynamic_sampling=bool(d.dynamic_sampling),
-                 loss_norm=str(d.loss_norm))
     try:
-        return SmithGRPOConfig(**{**defaults, **trainer_overrides(cfg), **owned, **smith})
+        return SmithGRPOConfig(**{**defaults, **trainer_overrides(cfg), **owned})
     except ValueError as e:
         raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None
 
@@ -291,45 +294,10 @@ def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
     return load_backend(f"openai:{section.base_url}#{section.model_name}", cfg)
 
 
-CHOICES = {
-    "device": ("auto", "cpu", "cuda"),
-    "dapo.loss_norm": ("per_kind", "batch"),
-    "dapo.advantage": tuple(ADVANTAGES),
-    "evaluator.kind": ("self", "direct", "external"),
-    "judge.kind": ("self", "external", "none"),
-    "generation.backend": ("hf", "vllm", "scripted"),
-    "generation.vllm_mode": ("colocate", "server"),
-    "sandbox.isolation": ("strict", "process"),
-    "model.dtype": ("bfloat16", "float16", "float32"),
-    "build.band_examples": ("easy", "hard"),
-    "build.band_heldout": ("easy", "hard"),
-    "logging.wandb": ("online", "offline", "disabled"),
-}
-
-
-# numeric settings: (type, smallest allowed value)
-NUMBERS = {
-    "seed": (int, 0), "max_steps": (int, 1), "save_every": (int, 1),
-    "lora.r": (int, 1), "lora.alpha": (float, 0.0), "lora.dropout": (float, 0.0),
-    "dapo.num_generations": (int, 2), "dapo.prompts_per_step": (int, 1), "dapo.gradient_accumulation_steps": (int, 1),
-    "dapo.learning_rate": (float, 0.0), "dapo.warmup_steps": (int, 0), "dapo.temperature": (float, 0.0),
-    "dapo.top_p": (float, 0.0), "dapo.max_completion_length": (int, 1), "dapo.beta": (float, 0.0),
-    "dapo.epsilon": (float, 0.0), "dapo.epsilon_high": (float, 0.0), "dapo.std_floor": (float, 0.0),
-    "build.n_examples": (int, 1), "build.k_heldout": (int, 1), "use.max_turns": (int, 1),
-    "use.n_distractors": (int, 0), "evaluator.sync_every": (int, 0), "pool.cap_per_category": (int, 1),
-    "tasks.bank_size": (int, 1), "sandbox.timeout_s": (float, 0.001), "sandbox.memory_mb": (int, 16),
-    "sandbox.workers": (int, 1), "build.fraction": (float, 0.0), "use.eta_mid": (float, 0.0),
-    "use.eta_min": (float, 0.0), "use.max_tool_output_chars": (int, 1), "evaluator.max_turns": (int, 1),
-    "judge.max_new_tokens": (int, 1), "pool.menu_size": (int, 1), "openai.timeout_s": (float, 0.001),
-    "openai.max_retries": (int, 0), "openai.concurrency": (int, 1),
-    **{f"rewards.weights.{axis}": (float, 0.0) for axis in ("format", "evaluation", "judge", "use")},
-}
-BOOLEANS = ("dapo.mask_truncated_completions", "dapo.gradient_checkpointing", "dapo.dynamic_sampling",
-            "resume_allow_changes")
 MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir"}  # built (and cached) by the run
 
 
-def check_vllm_server(cfg: DictConfig) -> None:
+def check_vllm_server(cfg: TrainConfig) -> None:
     """Server mode, before any model loads: the server must answer (TRL's client would retry for 4 minutes), and the
     training side needs CUDA (TRL pushes the policy's weights through vLLM's NCCL weight-transfer engine)."""
     import httpx
@@ -347,25 +315,17 @@ def check_vllm_server(cfg: DictConfig) -> None:
                           "generation.vllm_mode=colocate")
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Fail in one line before any model loads: a misspelt enumerated value (it used to mean None), a number of
-    the wrong type or out of range (it failed after the model loaded), or an external evaluator/judge
-    endpoint that is not up or does not serve the named model."""
-    for key, (kind, low) in NUMBERS.items():
-        value = OmegaConf.select(cfg, key)
-        number = isinstance(value, int) if kind is int else isinstance(value, int | float) and math.isfinite(value)
-        if isinstance(value, bool) or not number or value < low:
-            raise ConfigError(f"{key}={value} must be {'an integer' if kind is int else 'a number'} >= {low}")
-    for key, valid in CHOICES.items():
-        value = OmegaConf.select(cfg, key)
-        if str(value) not in valid:
-            raise ConfigError(f"{key}={value} is not one of {', '.join(valid)}")
-    trainer_overrides(cfg)
-    for key in BOOLEANS:
-        if not isinstance(value := OmegaConf.select(cfg, key), bool):
-            raise ConfigError(f"{key}={value} must be true or false")
+def check_config(cfg: DictConfig | TrainConfig) -> TrainConfig:
+    """Fail in one line before any model loads, and return the typed config to pass down. Types, ranges and
+    enumerations are the schema's (smith.config: a misspelt choice used to mean None, a number of the wrong type
+    failed after the model loaded); here: `trainer.*` against GRPOConfig, an external evaluator/judge endpoint
+    that is not up or does not serve the named model, and a vLLM server that does not answer."""
+    conf = typed(cfg)
+    if conf.dapo.advantage not in ADVANTAGES:  # the registry's names: one module to add an estimator
+        raise ConfigError(f"dapo.advantage={conf.dapo.advantage} is not one of {', '.join(ADVANTAGES)}")
+    trainer_overrides(conf)
     for part in ("evaluator", "judge"):
-        section = cfg[part]
+        section = getattr(conf, part)
         if section.kind != "external":
             continue
         if not section.base_url or not section.model_name:
@@ -373,8 +333,9 @@ def check_config(cfg: DictConfig) -> None:
         check_endpoint(str(section.base_url), str(section.model_name), part,
                        model_label=f"{part}.model_name={section.model_name}",
                        hint="start it first (docs/training.md, 'Recipes')")
-    if cfg.generation.backend == "vllm" and cfg.generation.vllm_mode == "server":
-        check_vllm_server(cfg)
+    if conf.generation.backend == "vllm" and conf.generation.vllm_mode == "server":
+        check_vllm_server(conf)
+    return conf
 
 
 def check_places(cfg: DictConfig) -> None:
@@ -413,9 +374,9 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from smith.train.data import TaskSource, prompt_rows
 
     # the user's input is checked first: a bad value fails in one line, with no run directory made, no model loaded
-    check_config(cfg)
+    conf = check_config(cfg)  # the typed config (smith.config), passed down; cfg stays the record of the run
     state = PartialState()
-    per_device_batch(cfg, state.num_processes)
+    per_device_batch(conf, state.num_processes)
     catalog = load_catalog(cfg.tasks.catalog)
     seen = list(cfg.tasks.categories) if cfg.tasks.categories else [c.name for c in catalog.seen]
     catalog.check_names(seen, "tasks.categories")
@@ -428,13 +389,12 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         changes = check_resume_config(cfg, run_dir)
         ckpt = last_complete_checkpoint(run_dir, warn=state.is_main_process)
     on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
-    args = grpo_args(cfg, run_dir, on_gpu, state.num_processes)
+    args = grpo_args(conf, run_dir, on_gpu, state.num_processes)
     torch.manual_seed(int(cfg.seed))
     model, tok, model_path = load_policy(cfg, on_gpu)
-    source = TaskSource(seen, int(cfg.build.n_examples), int(cfg.build.k_heldout), int(cfg.tasks.seed),
-                        str(cfg.tasks.cache_dir), bank_size=int(cfg.tasks.bank_size),
-                        band_examples=str(cfg.build.band_examples), band_heldout=str(cfg.build.band_heldout),
-                        catalog=catalog)
+    source = TaskSource(seen, conf.build.n_examples, conf.build.k_heldout, conf.tasks.seed, conf.tasks.cache_dir,
+                        bank_size=conf.tasks.bank_size, band_examples=conf.build.band_examples,
+                        band_heldout=conf.build.band_heldout, catalog=catalog)
     pool = ToolPool(int(cfg.pool.cap_per_category), groups={c.name: c.group for c in catalog.categories})
     hf = HFBackend(model, tok, name=model_path)
     copy = hf.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
@@ -465,7 +425,7 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         session = Session(cfg, run_dir, pool, base_model=base)
         # admissions are staged by the session, so that every rank admits every rank's tools in one order
         make_rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool,
-                               settings=rollout_settings(cfg, run_dir), evaluator=evaluator, judge=judge,
+                               settings=rollout_settings(conf, run_dir), evaluator=evaluator, judge=judge,
                                workers=max(2, int(cfg.sandbox.workers)), admit=session.stage, retriever=retriever,
                                catalog=catalog)
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=args, train_dataset=dataset,

@@ -4,6 +4,7 @@ checkpoint extras and resume (the newest readable checkpoint, logs trimmed back,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -24,6 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 from transformers import TrainerCallback
 from yaml import YAMLError
 
+from smith.config import TrainConfig, field_of, typed
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
 from smith.rollout.episodes import RolloutSettings, Sample
@@ -340,8 +342,13 @@ def config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
     def shown(flat: dict[str, Any], key: str) -> str:
         return json.dumps(flat[key], default=str) if key in flat else "(absent)"
 
+    def added_at_default(key: str) -> bool:
+        """A setting the schema gained after the run was saved, at its default: the run ran with that value."""
+        f = field_of(key)
+        return key not in old and f is not None and f.default is not dataclasses.MISSING and new.get(key) == f.default
+
     return [f"{k}: {shown(old, k)} -> {shown(new, k)}" for k in sorted(old.keys() | new.keys())
-            if old.get(k, absent) != new.get(k, absent)
+            if old.get(k, absent) != new.get(k, absent) and not added_at_default(k)
             and not any(k == m or (m.endswith(".") and k.startswith(m)) for m in RESUME_MAY_CHANGE)]
 
 
@@ -369,20 +376,22 @@ def save_config(cfg: DictConfig, run_dir: Path, resumed_from: Path | None = None
     return path
 
 
-def rollout_settings(cfg: DictConfig, run_dir: Path) -> RolloutSettings:
+def rollout_settings(cfg: DictConfig | TrainConfig, run_dir: Path) -> RolloutSettings:
+    """The rollout's settings from the typed config (smith.config)."""
+    conf = typed(cfg)
     return RolloutSettings(
-        max_completion_length=int(cfg.dapo.max_completion_length),
-        temperature=float(cfg.dapo.temperature),
-        top_p=float(cfg.dapo.top_p),
-        max_turns=int(cfg.use.max_turns),
-        eta_mid=float(cfg.use.eta_mid),
-        eta_min=float(cfg.use.eta_min),
-        n_distractors=int(cfg.use.n_distractors),
-        max_tool_output_chars=int(cfg.use.max_tool_output_chars),
-        evaluator=str(cfg.evaluator.kind),
-        judge=str(cfg.judge.kind),
-        evaluator_max_turns=int(cfg.evaluator.max_turns),
-        judge_max_new_tokens=int(cfg.judge.max_new_tokens),
-        menu_size=int(cfg.pool.menu_size),
+        max_completion_length=conf.dapo.max_completion_length,
+        temperature=conf.dapo.temperature,
+        top_p=conf.dapo.top_p,
+        max_turns=conf.use.max_turns,
+        eta_mid=conf.use.eta_mid,
+        eta_min=conf.use.eta_min,
+        n_distractors=conf.use.n_distractors,
+        max_tool_output_chars=conf.use.max_tool_output_chars,
+        evaluator=conf.evaluator.kind,
+        judge=conf.judge.kind,
+        evaluator_max_turns=conf.evaluator.max_turns,
+        judge_max_new_tokens=conf.judge.max_new_tokens,
+        menu_size=conf.pool.menu_size,
         source_run=run_dir.name,
     )
