@@ -26,6 +26,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
+from smith.config import OpenAIConfig
 from smith.errors import ConfigError
 from smith.models.base import Generation, Message, SamplingParams, Tool, parse_tool_calls, tool_lists
 
@@ -162,9 +163,9 @@ class OpenAIBackend:
         base_url: str,
         model: str,
         api_key: str | None = None,
-        timeout_s: float = 120.0,
-        max_retries: int = 4,
-        concurrency: int = 8,
+        timeout_s: float = OpenAIConfig.timeout_s,
+        max_retries: int = OpenAIConfig.max_retries,
+        concurrency: int = OpenAIConfig.concurrency,
         logprobs: bool = False,
         extra_body: dict[str, Any] | None = None,
         name: str | None = None,

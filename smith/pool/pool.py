@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smith.config import PoolConfig
 from smith.errors import ConfigError
 from smith.toolspec import ToolSpec
 
@@ -143,7 +144,8 @@ def _check_pool_file(data: Any) -> None:
 class ToolPool:
     """Per-category tool store with capped, quality-ordered admission and atomic persistence."""
 
-    def __init__(self, cap_per_category: int = 20, groups: dict[str, str] | None = None) -> None:
+    def __init__(self, cap_per_category: int = PoolConfig.cap_per_category,
+                 groups: dict[str, str] | None = None) -> None:
         if cap_per_category < 1:
             raise ValueError(f"cap_per_category must be >= 1, got {cap_per_category}")
         self.cap = cap_per_category
