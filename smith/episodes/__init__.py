@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from smith.models.base import Generation, ParsedToolCalls, SamplingParams, parse_tool_calls
+from smith.toolspec import ToolSpec
 
 _TOOL_BLOCK = re.compile(r"<tool_call>.*?(</tool_call>|$)", re.S)
 
@@ -42,9 +43,18 @@ LastTurn = Literal["end", "answer", "run"]
 Executor = Callable[[list[tuple["Episode", ParsedToolCalls]]], list[list[str]]]
 
 
+@dataclass(frozen=True)
+class MenuTool:
+    """A tool on an episode's menu: its spec and the category it serves (a pool entry has both fields too)."""
+
+    tool: ToolSpec
+    category: str = ""
+
+
 @dataclass
 class Episode:
-    """One episode's state. `menu`: callable name -> pool entry (anything with a `tool` ToolSpec); an episode
+    """One episode's state. `menu`: callable name -> a MenuTool or a pool entry (a `tool` ToolSpec and a
+    `category`); an episode
     without tools ends at its first reply. `transcript`: a message list (message level), or, token level, an
     object with `prompt_ids`, `completion_ids` and `extend(ids, logprobs, trained)` (the rollout's `Sample`)."""
 

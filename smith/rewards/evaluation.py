@@ -25,7 +25,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from smith.config import EvaluatorConfig
-from smith.episodes import Episode, Executor, play
+from smith.episodes import Episode, Executor, MenuTool, play
 from smith.models.base import ChatBackend, SamplingParams
 from smith.tasks import Catalog, Item, load_catalog, score
 from smith.toolspec import ToolSpec
@@ -171,7 +171,7 @@ def evaluate_with_model(
     sandbox in one `run`; calls made in the last turn still run (their output can be the graded one)."""
     name = tool_name or spec.function_name
     episodes = [Episode([{"role": "system", "content": EVALUATOR_SYSTEM}, {"role": "user", "content": it.question}],
-                        {name: spec}, key=i) for i, it in enumerate(items)]
+                        {name: MenuTool(spec)}, key=i) for i, it in enumerate(items)]
     graded: dict[int, str] = {}
     play(episodes, backend, params or SamplingParams(), max_turns,
          _schema_executor(spec, name, sandbox, limits, graded), last_turn="run")
