@@ -10,7 +10,7 @@ Each Result has status ("ok" | "error" | "timeout" | "limit"), value, error, std
 
 from sandbox.client import RemoteSandbox, RemoteSandboxError
 from sandbox.core import Sandbox
+from sandbox.jail import SandboxUnavailable
 from sandbox.types import Limits, Result
-from sandbox.worker import SandboxUnavailable
 
 __all__ = ["Limits", "RemoteSandbox", "RemoteSandboxError", "Result", "Sandbox", "SandboxUnavailable"]

@@ -1,5 +1,8 @@
 """The fork server that runs inside each sandbox worker; the tool process is forked from it.
 
+One file on purpose, though over 400 lines: under `python -I` neither this script's directory nor site-packages
+is on sys.path, so it could import no sibling module.
+
 Runs as a plain script (`python -I -B _forkserver.py FD`) inside bubblewrap ("strict") or as a bare
 child ("process"), so it imports only the standard library. It speaks to the host over a SEQPACKET
 control socket (FD): the host sends pipes with SCM_RIGHTS, the server forks a tool process that drops

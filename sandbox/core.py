@@ -17,9 +17,10 @@ from typing import Any
 
 from sandbox._forkserver import FrameError, dumps
 from sandbox.cancel import Cancel
+from sandbox.jail import SandboxUnavailable
 from sandbox.seccomp import build_bpf
 from sandbox.types import Limits, Result, framed_calls
-from sandbox.worker import SandboxUnavailable, Worker, WorkerBroken
+from sandbox.worker import Worker, WorkerBroken
 
 ISOLATIONS = ("strict", "process")
 WORKER_ATTEMPTS = 3  # workers a run's not-yet-started calls may be tried on when fork servers fail

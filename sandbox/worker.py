@@ -8,51 +8,43 @@ the tools' uids (docs/architecture.md, "Sandbox").
 
 from __future__ import annotations
 
-import array
 import base64
 import contextlib
-import fcntl
 import json
 import os
-import secrets
-import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import termios
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from sandbox._forkserver import HEADER, RECYCLE, UID_BLOCK, FrameError, loads, pack, uid_block_pids
+from sandbox._forkserver import RECYCLE, UID_BLOCK, pack, uid_block_pids
 from sandbox.cancel import Cancel
+from sandbox.jail import (
+    BASE_ENV,
+    FORKSERVER,
+    SandboxUnavailable,
+    bwrap_argv,
+    claim_uid_block,
+    release_uid_block,
+)
+from sandbox.pipes import ToolProcess
 from sandbox.types import Limits, Result
 
-FORKSERVER = Path(__file__).with_name("_forkserver.py")
-INSIDE_FORKSERVER = "/opt/sandbox/forkserver.py"
 START_TIMEOUT_S = 30.0  # the fork server's start-up: imports, /proc probes, a probe fork
 # one recycle: the server's reap gives up after 10 s of unkillable processes, so a server silent this long is wedged
 CONTROL_TIMEOUT_S = 15.0
 INNOCENT_RETRIES = 2  # fresh processes a run may get when its pre-forked one died before reading the run
-BASE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-# the fork server keeps only what it needs to fork, switch uid, kill and clean up
-SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
-UID_BASE, UID_SPAN = 1 << 30, 1 << 30  # far above any real account
-UID_LOCK_DIR = Path("/run/smith-sandbox-uids")
 SIGNAL_STATUS = {signal.SIGXCPU: "limit", signal.SIGKILL: "limit", signal.SIGXFSZ: "limit"}
 SIGNAL_CAUSE = {
     signal.SIGXCPU: " (CPU time limit, Limits.cpu_s)",
     signal.SIGKILL: " (a hard memory or CPU limit)",
     signal.SIGSEGV: " (a crash, e.g. C stack overflow)",
 }
-
-
-class SandboxUnavailable(RuntimeError):
-    """The requested isolation cannot be set up on this machine; nothing was run."""
 
 
 class WorkerBroken(RuntimeError):
@@ -67,236 +59,6 @@ class WorkerBroken(RuntimeError):
         self.done = done or []
 
 
-def claim_uid_block() -> tuple[int, int]:
-    """Reserve a block of fresh uids host-wide (an flock held for the worker's life), so no two workers,
-    in this process or any other, ever share tool uids: their process limits and kill scans stay apart."""
-    UID_LOCK_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for _ in range(256):
-        base = UID_BASE + secrets.randbelow(UID_SPAN // UID_BLOCK) * UID_BLOCK
-        fd = os.open(UID_LOCK_DIR / f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        try:  # a holder deletes its file before unlocking: a lock won on a deleted file is stale, try again
-            same = os.path.samestat(os.fstat(fd), os.stat(UID_LOCK_DIR / f"{base}.lock"))
-        except FileNotFoundError:
-            same = False
-        if same:
-            return base, fd
-        os.close(fd)
-    raise SandboxUnavailable(f"no free uid block after 256 tries; are thousands of workers running? ({UID_LOCK_DIR})")
-
-
-def release_uid_block(base: int, fd: int) -> None:
-    """Delete the block's lock file while still holding its lock, then unlock; call only once no process of
-    the block is left. Other holders' files are never touched (claim_uid_block re-checks the file it locked)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(UID_LOCK_DIR / f"{base}.lock")
-    os.close(fd)
-
-
-def _ro_system_binds() -> list[str]:
-    args = ["--ro-bind", "/usr", "/usr"]
-    for path in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    args += ["--perms", "0711", "--dir", "/etc"]
-    for path in ("/etc/ld.so.cache", "/etc/localtime"):
-        args += ["--ro-bind-try", path, path]
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    prefixes.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
-    prefixes = sorted(p for p in prefixes if p != "/" and not p.startswith("/usr"))
-    parents = sorted({str(parent) for p in prefixes for parent in Path(p).parents if str(parent) != "/"})
-    for parent in parents:  # traversable (only) for the tools' uids: bwrap would copy e.g. /root's 0700
-        args += ["--perms", "0711", "--dir", parent]
-    for prefix in prefixes:
-        args += ["--ro-bind", prefix, prefix]
-    return args
-
-
-def bwrap_argv(tmp_mb: int, fd: int) -> list[str]:
-    """The bubblewrap command: new pid/net/ipc/uts namespaces, read-only system, private /tmp, few caps."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise SandboxUnavailable("strict isolation needs bubblewrap on PATH: apt-get install bubblewrap")
-    args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    args += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
-    for key, value in BASE_ENV.items():
-        args += ["--setenv", key, value]
-    # the private /tmp first, so a Python install or venv that lives under /tmp is bound on top of it
-    args += ["--size", str(tmp_mb * 1024 * 1024), "--perms", "0755", "--tmpfs", "/tmp"]
-    args += _ro_system_binds()
-    args += ["--ro-bind", str(FORKSERVER), INSIDE_FORKSERVER, "--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
-    args += ["--cap-drop", "ALL"]
-    for cap in SERVER_CAPS:
-        args += ["--cap-add", cap]
-    return [*args, sys.executable, "-I", "-B", INSIDE_FORKSERVER, str(fd)]
-
-
-class _Capture:
-    """Keeps the first `cap` bytes of a stream and counts the rest, so a flood cannot exhaust the host."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.buf, self.dropped = cap, bytearray(), 0
-
-    def add(self, data: bytes) -> None:
-        room = self.cap - len(self.buf)
-        if room > 0:
-            self.buf += data[:room]
-        self.dropped += max(0, len(data) - max(room, 0))
-
-    def take(self) -> str:
-        text = self.buf.decode("utf-8", errors="replace")
-        if self.dropped:
-            text += f"\n[sandbox: {self.dropped} more bytes dropped]"
-        self.buf, self.dropped = bytearray(), 0
-        return text
-
-
-class _ToolProcess:
-    """The host's pipe ends to one forked tool process."""
-
-    def __init__(self, req_w: int, resp_r: int, out_r: int, err_r: int) -> None:
-        self.req_w, self.resp_r, self.out_r, self.err_r = req_w, resp_r, out_r, err_r
-        for fd in (req_w, resp_r, out_r, err_r):
-            os.set_blocking(fd, False)
-        self.used = False
-        self.closed = False
-        self.written = 0  # bytes of the request stream written into the pipe
-        self.outbox = bytearray()
-        self.writing = False
-        self.poll = select.poll()
-        for fd in (resp_r, out_r, err_r):
-            self.poll.register(fd, select.POLLIN)
-        self.open = {resp_r, out_r, err_r}
-        self.resp = bytearray()
-        self.cancel: Cancel | None = None
-
-    def arm(self, limits: Limits, cancel: Cancel | None = None) -> None:
-        """Bind this (pre-forked) tool process to one run's caps; a tool process serves one run only."""
-        self.used = True
-        if cancel is not None:
-            self.cancel = cancel
-            self.poll.register(cancel.fileno(), select.POLLIN)
-        self.out, self.err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
-        self.resp_cap = limits.max_return_bytes + 65536
-
-    def _read(self, fd: int) -> bool:
-        """Read what is there; False at end of file."""
-        try:
-            data = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return True
-        if not data:
-            self.poll.unregister(fd)
-            self.open.discard(fd)
-            return False
-        if fd == self.resp_r:
-            self.resp += data
-        else:
-            (self.out if fd == self.out_r else self.err).add(data)
-        return True
-
-    def _drain_output(self) -> None:
-        for fd in (self.out_r, self.err_r):
-            while fd in self.open:
-                try:
-                    data = os.read(fd, 1 << 16)
-                except BlockingIOError:
-                    break
-                if not data:
-                    self.poll.unregister(fd)
-                    self.open.discard(fd)
-                    break
-                (self.out if fd == self.out_r else self.err).add(data)
-
-    def _frame(self) -> tuple[str, Any]:
-        """("frame", msg) | ("more", None) | ("bad", reason) from the response buffer."""
-        if len(self.resp) < HEADER.size:
-            return "more", None
-        (size,) = HEADER.unpack_from(self.resp)
-        if size > self.resp_cap:
-            return "bad", f"the tool sent a {size}-byte reply, over the {self.resp_cap}-byte cap"
-        if len(self.resp) < HEADER.size + size:
-            return "more", None
-        body = bytes(self.resp[HEADER.size : HEADER.size + size])
-        del self.resp[: HEADER.size + size]
-        try:
-            msg = loads(body, wrappers=1)
-        except FrameError as exc:
-            return "bad", f"the tool wrote a malformed reply on the result pipe: {exc}"
-        if not isinstance(msg, dict) or msg.get("status") not in ("ok", "error", "limit"):
-            return "bad", "the tool wrote a malformed reply on the result pipe: not a reply object"
-        return "frame", msg
-
-    def send(self, frame: bytes) -> None:
-        """Queue a packed frame; it is written while waiting for replies (pipelined, not lock-stepped)."""
-        self.outbox += frame
-        if not self.writing:
-            self.writing = True
-            self.poll.register(self.req_w, select.POLLOUT)
-        self._write()
-
-    def _write(self) -> None:
-        try:
-            n = os.write(self.req_w, self.outbox)
-            del self.outbox[:n]
-            self.written += n
-        except BlockingIOError:
-            return
-        except BrokenPipeError:
-            self.outbox.clear()
-        if not self.outbox:
-            self.writing = False
-            self.poll.unregister(self.req_w)
-
-    def recv(self, timeout_s: float) -> tuple[str, Any]:
-        """The next reply: ("frame", msg) | ("timeout", None) | ("died", None) | ("bad", why) | ("cancelled", why)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            kind, msg = self._frame()
-            if kind != "more":
-                self._drain_output()
-                return kind, msg
-            if self.resp_r not in self.open:
-                self._drain_output()
-                return "died", None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self._drain_output()
-                return "timeout", None
-            for fd, event in self.poll.poll(max(1, int(remaining * 1000 + 1))):
-                if self.cancel is not None and fd == self.cancel.fileno():
-                    self._drain_output()
-                    return "cancelled", self.cancel.reason
-                if fd != self.req_w:
-                    self._read(fd)
-                elif event & (select.POLLERR | select.POLLHUP):
-                    self.outbox.clear()
-                    self.writing = False
-                    self.poll.unregister(fd)
-                else:
-                    self._write()
-
-    def consumed(self) -> int:
-        """Bytes of the request stream the tool process has read: what was written into the pipe less what is
-        still in it (a dead reader leaves its unread bytes in the pipe, whose write end the host still holds)."""
-        unread = array.array("i", [0])
-        fcntl.ioctl(self.req_w, termios.FIONREAD, unread)
-        return self.written - unread[0]
-
-    def close(self) -> None:
-        """Close the host's ends; an idle tool process then reads end-of-file and exits by itself."""
-        if not self.closed:
-            self.closed = True
-            for fd in (self.req_w, self.resp_r, self.out_r, self.err_r):
-                os.close(fd)
-
-
 class Worker:
     """One fork server and the tools it runs, one `run` at a time (the pool gives each thread its own)."""
 
@@ -304,7 +66,7 @@ class Worker:
         self.isolation = isolation
         self.uid_base, self._uid_lock = claim_uid_block() if dedicated_uids else (None, None)
         self.workdir: str | None = None
-        self.tool: _ToolProcess | None = None
+        self.tool: ToolProcess | None = None
         self.broken = False  # set once the fork server failed to answer; it is then only ever killed
         self._close_lock = threading.Lock()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -378,13 +140,13 @@ class Worker:
                 os.close(fd)
         if self.tool is not None:
             self.tool.close()
-        self.tool = _ToolProcess(*host_ends)
+        self.tool = ToolProcess(*host_ends)
         if not reply.get("ok") or "pid" not in reply:
             self.broken = True
             raise WorkerBroken(f"fork server could not recycle a tool: {reply.get('error')}")
         return reply
 
-    def _fresh_tool(self, limits: Limits, calls: int, load: dict, cancel: Cancel | None) -> _ToolProcess:
+    def _fresh_tool(self, limits: Limits, calls: int, load: dict, cancel: Cancel | None) -> ToolProcess:
         if self.tool is None or self.tool.used:
             self.recycle()
         tool = self.tool
@@ -397,7 +159,7 @@ class Worker:
 
     def _start(
         self, limits: Limits, calls: int, load: dict, first: bytes | None, cancel: Cancel | None = None
-    ) -> tuple[_ToolProcess, str, Any]:
+    ) -> tuple[ToolProcess, str, Any]:
         """Send the load frame (and the first call behind it) and read the load's reply. A pre-forked process
         that died before it read the whole load frame ran nothing of this run, so it is replaced and the run
         sent again, at most INNOCENT_RETRIES times: an idle process killed from outside never costs a run."""
@@ -425,7 +187,7 @@ class Worker:
             return SIGNAL_STATUS.get(sig, "error"), f"tool process killed by {name}{SIGNAL_CAUSE.get(sig, '')} {what}"
         return "error", f"tool process exited with code {code} {what}"
 
-    def _result(self, tool: _ToolProcess, kind: str, msg: Any, seconds: float) -> Result:
+    def _result(self, tool: ToolProcess, kind: str, msg: Any, seconds: float) -> Result:
         if kind == "frame":
             status = msg["status"]
             value = msg.get("value") if status == "ok" else None

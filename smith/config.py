@@ -64,7 +64,7 @@ class DapoConfig:
                           "batch: one token count", choices=("per_kind", "batch"))
     advantage: str = knob("per_axis", "the advantage estimator, by name: per_axis (normalise each axis within its "
                           "group, then the weighted sum) | sum_then_normalize; the names are those of the registry "
-                          "smith.train.advantages.ADVANTAGES, checked by smith.train.run.check_config")
+                          "smith.train.advantages.ADVANTAGES, checked by smith.train.checks.check_config")
     epsilon: float = knob(0.2, "lower clip range", min=0.0)
     epsilon_high: float = knob(0.28, "upper clip range (clip-higher)", min=0.0)
     beta: float = knob(0.01, "KL coefficient", min=0.0)
@@ -217,7 +217,7 @@ class TrainConfig:
     generation: GenerationConfig = knob(factory=GenerationConfig)
     logging: LoggingConfig = knob(factory=LoggingConfig)
     trainer: dict[str, Any] = knob(help="any other GRPOConfig field, e.g. trainer.save_total_limit=2 "
-                                   "trainer.log_completions=true (smith.train.run.trainer_overrides checks them)",
+                                   "trainer.log_completions=true (smith.train.args.trainer_overrides checks them)",
                                    factory=dict)
     openai: OpenAIConfig = knob(help="model=openai:<base_url>#<model> and external evaluator/judge endpoints",
                                 factory=OpenAIConfig)
@@ -308,7 +308,7 @@ def _check(key: str, value: Any, f: dataclasses.Field) -> str | None:
 
 def typed(cfg: Any) -> TrainConfig:
     """The typed, validated config from Hydra's composed DictConfig (a TrainConfig is returned as it is): built
-    once at start-up (smith.train.run.check_config) and passed down."""
+    once at start-up (smith.train.checks.check_config) and passed down."""
     if isinstance(cfg, TrainConfig):
         return cfg
     from omegaconf import OmegaConf

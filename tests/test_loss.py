@@ -9,8 +9,8 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from smith.entry import compose
+from smith.train.args import grpo_args
 from smith.train.data import prompt_rows
-from smith.train.run import grpo_args
 from smith.train.trainer import AXIS_REWARDS, SmithTrainer
 
 B, P, C = 4, 6, 12

@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from sandbox import Limits, Result, Sandbox, SandboxUnavailable
-from sandbox.worker import UID_LOCK_DIR
+from sandbox.jail import UID_LOCK_DIR
 
 COUNTER = "state = {'n': 0}\ndef tool(x):\n    state['n'] += 1\n    return [x, state['n']]\n"
 

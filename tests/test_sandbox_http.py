@@ -277,7 +277,7 @@ def _read_until_closed(sock: socket.socket) -> bytes:
 
 
 def _tool_processes(server_pid: int, name: str | None = None) -> list[psutil.Process]:
-    """The server's descendants running as a tool uid (sandbox.worker.UID_BASE and up), optionally by name."""
+    """The server's descendants running as a tool uid (sandbox.jail.UID_BASE and up), optionally by name."""
     found = []
     for p in psutil.Process(server_pid).children(recursive=True):
         try:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from smith.entry import ConfigError, compose
-from smith.train.run import OWNED, check_config, grpo_args
+from smith.train.args import OWNED, grpo_args
+from smith.train.checks import check_config
 
 
 @pytest.mark.parametrize(("override", "message"), [

@@ -1,14 +1,22 @@
-"""`SmithGRPOConfig`: TRL's GRPOConfig plus the smith settings that reach the trainer, the way TRL's own extensions
-subclass it (trl/experimental/gmpo/gmpo_config.py). smith.train.run.grpo_args builds it from the typed config;
-SmithTrainer reads these fields from `self.args`. Defaults come from smith.config, their one home."""
+"""What reaches TRL: `SmithGRPOConfig`, TRL's GRPOConfig plus the smith settings the trainer reads from `self.args`
+(the way TRL's own extensions subclass it, trl/experimental/gmpo/gmpo_config.py), and `grpo_args`, which builds
+it from the typed config: the GRPOConfig fields smith derives (`OWNED`), any other field a user passes as
+`trainer.<field>=value` (checked by name and type before any model loads), and the batch split over processes.
+Defaults come from smith.config, their one home."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from omegaconf import DictConfig
 from trl import GRPOConfig
 
-from smith.config import DapoConfig
+from smith.config import DapoConfig, TrainConfig, typed
+from smith.errors import ConfigError
+from smith.rewards import AXES
 
 
 @dataclass
@@ -25,3 +33,144 @@ class SmithGRPOConfig(GRPOConfig):
         "help": "per_kind: L_DAPO(build) + L_DAPO(use), each normalised by its own token count (the paper); "
                 "batch: TRL's one token count (`dapo.loss_norm`).",
         "choices": ["per_kind", "batch"]})
+
+
+def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
+    """Completions per device and micro-step; a batch that does not split is refused (train() asks before the
+    model loads, so the refusal is immediate)."""
+    d = cfg.dapo
+    completions = int(d.prompts_per_step) * int(d.num_generations)
+    per_device, rem = divmod(completions, num_processes * int(d.gradient_accumulation_steps))
+    if rem or per_device == 0:
+        raise ConfigError(
+            f"prompts_per_step x num_generations = {completions} must split evenly over "
+            f"{num_processes} processes x {d.gradient_accumulation_steps} accumulation steps"
+        )
+    if int(d.prompts_per_step) % 2 and cfg.build.fraction == 0.5:
+        raise ConfigError(f"dapo.prompts_per_step={d.prompts_per_step} must be even for a 1:1 build/use batch")
+    return per_device
+
+
+# GRPOConfig fields smith sets from its own keys: a `trainer.<field>` override of one of them is refused
+OWNED = {
+    "output_dir": "output_dir", "max_steps": "max_steps", "per_device_train_batch_size": "dapo.prompts_per_step",
+    "gradient_accumulation_steps": "dapo.gradient_accumulation_steps", "num_generations": "dapo.num_generations",
+    "max_completion_length": "dapo.max_completion_length", "temperature": "dapo.temperature",
+    "top_p": "dapo.top_p", "beta": "dapo.beta", "epsilon": "dapo.epsilon", "epsilon_high": "dapo.epsilon_high",
+    "loss_type": "dapo.loss_type", "mask_truncated_completions": "dapo.mask_truncated_completions",
+    "gradient_checkpointing": "dapo.gradient_checkpointing", "learning_rate": "dapo.learning_rate",
+    "warmup_steps": "dapo.warmup_steps", "reward_weights": "rewards.weights",
+    "multi_objective_aggregation": "dapo.advantage", "shuffle_dataset": "build.fraction (rows alternate)",
+    "save_strategy": "save_every", "save_steps": "save_every", "logging_steps": "metrics.jsonl (one row per step)",
+    "seed": "seed", "bf16": "model.dtype", "use_cpu": "device", "use_vllm": "generation.backend",
+    "vllm_mode": "generation.vllm_mode", "vllm_server_base_url": "generation.vllm_server_url",
+    "remove_unused_columns": "the prompt rows", "dataloader_num_workers": "the prompt stream",
+    "generation_batch_size": "dapo.prompts_per_step", "steps_per_generation": "dapo.gradient_accumulation_steps",
+    "advantage": "dapo.advantage", "std_floor": "dapo.std_floor", "dynamic_sampling": "dapo.dynamic_sampling",
+    "loss_norm": "dapo.loss_norm",
+}
+
+
+def _accepts(kind: Any, value: Any) -> bool:
+    """Whether a Hydra value fits a GRPOConfig field's annotation (unknown annotations are left to GRPOConfig)."""
+    import enum
+    import types
+    import typing
+
+    if kind is type(None):
+        return value is None
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        return any(_accepts(k, value) for k in typing.get_args(kind))
+    origin = typing.get_origin(kind) or kind
+    if origin is bool:
+        return isinstance(value, bool)
+    if origin is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(origin, type) and issubclass(origin, enum.Enum):
+        return isinstance(value, str) and value in {m.value for m in origin}
+    if origin in (str, list, dict):
+        return isinstance(value, origin)
+    return True
+
+
+def trainer_overrides(cfg: TrainConfig) -> dict[str, Any]:
+    """`trainer.<field>=value`: any GRPOConfig field smith does not set itself (checked before any model loads)."""
+    import dataclasses
+    import difflib
+
+    from trl import GRPOConfig
+
+    overrides = dict(cfg.trainer)
+    fields = {f.name: f for f in dataclasses.fields(GRPOConfig)}
+    for key, value in overrides.items():
+        if key in OWNED:
+            raise ConfigError(f"trainer.{key} is set by smith from {OWNED[key]}; change that instead")
+        if key not in fields or key.startswith("_"):
+            near = difflib.get_close_matches(key, list(fields), n=1)
+            raise ConfigError(f"trainer.{key} is not a GRPOConfig field (trl 1.16)"
+                              + (f"; did you mean trainer.{near[0]}?" if near else ""))
+        if not _accepts(fields[key].type, value):
+            raise ConfigError(f"trainer.{key}={value!r} does not fit GRPOConfig's {fields[key].type}")
+    if overrides:  # GRPOConfig's own checks (an unknown optimizer name, conflicting settings), still before loading
+        try:
+            GRPOConfig(output_dir=str(Path(cfg.output_dir or ".")), use_cpu=True, **overrides)
+        except ValueError as e:
+            raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None
+    return overrides
+
+
+def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> SmithGRPOConfig:
+    """TRL's arguments with smith's own (SmithGRPOConfig), from the typed config; `owned` maps smith's keys."""
+    cfg = typed(cfg)
+    d = cfg.dapo
+    per_device = per_device_batch(cfg, num_processes)
+    report = [] if cfg.logging.wandb == "disabled" else ["wandb"]
+    if report:
+        os.environ.setdefault("WANDB_MODE", str(cfg.logging.wandb))
+        os.environ.setdefault("WANDB_PROJECT", str(cfg.logging.project))
+        os.environ.setdefault("WANDB_DIR", str(run_dir))  # offline runs land inside the run directory
+    use_vllm = cfg.generation.backend == "vllm"
+    owned = dict(
+        output_dir=str(run_dir),
+        max_steps=int(cfg.max_steps),
+        per_device_train_batch_size=per_device,
+        gradient_accumulation_steps=int(d.gradient_accumulation_steps),
+        num_generations=int(d.num_generations),
+        max_completion_length=int(d.max_completion_length),
+        temperature=float(d.temperature),
+        top_p=float(d.top_p),
+        beta=float(d.beta),
+        epsilon=float(d.epsilon),
+        epsilon_high=float(d.epsilon_high),
+        loss_type=str(d.loss_type),
+        mask_truncated_completions=bool(d.mask_truncated_completions),
+        gradient_checkpointing=bool(d.gradient_checkpointing),
+        learning_rate=float(d.learning_rate),
+        warmup_steps=int(d.warmup_steps),
+        reward_weights=[float(getattr(cfg.rewards.weights, axis)) for axis in AXES],
+        shuffle_dataset=False,  # rows alternate build/use; in order, every batch splits 1:1
+        save_strategy="steps",
+        save_steps=int(cfg.save_every),
+        logging_steps=1,
+        seed=int(cfg.seed),
+        bf16=on_gpu and str(cfg.model.dtype) == "bfloat16",
+        use_cpu=not on_gpu,
+        use_vllm=use_vllm,
+        vllm_mode=str(cfg.generation.vllm_mode),
+        **({"vllm_server_base_url": str(cfg.generation.vllm_server_url)}
+           if use_vllm and cfg.generation.vllm_server_url else {}),
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        advantage=d.advantage,
+        std_floor=d.std_floor,
+        dynamic_sampling=d.dynamic_sampling,
+        loss_norm=d.loss_norm,
+    )
+    defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,
+                    disable_tqdm=True)  # smith prints one line per step (smith.train.progress)
+    try:
+        return SmithGRPOConfig(**{**defaults, **trainer_overrides(cfg), **owned})
+    except ValueError as e:
+        raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None

@@ -6,22 +6,19 @@ trainer -> train (or resume) -> pool saved. The step itself lives in SmithTraine
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from smith.config import TrainConfig, typed
-from smith.errors import ConfigError, writable_dir, writable_parent
-from smith.models.openai import check_endpoint
+from smith.errors import ConfigError, writable_dir
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
-from smith.train.advantages import ADVANTAGES
-from smith.train.args import SmithGRPOConfig
+from smith.train.args import grpo_args, per_device_batch
+from smith.train.checks import check_config, check_places
 from smith.train.progress import ConsoleCallback, WandbConfig
 from smith.train.session import (
     Session,
@@ -113,147 +110,6 @@ def make_sandbox(cfg: DictConfig) -> tuple[Any, Any]:
     return Sandbox(isolation=str(cfg.sandbox.isolation), workers=int(cfg.sandbox.workers)), limits
 
 
-def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
-    """Completions per device and micro-step; a batch that does not split is refused (train() asks before the
-    model loads, so the refusal is immediate)."""
-    d = cfg.dapo
-    completions = int(d.prompts_per_step) * int(d.num_generations)
-    per_device, rem = divmod(completions, num_processes * int(d.gradient_accumulation_steps))
-    if rem or per_device == 0:
-        raise ConfigError(
-            f"prompts_per_step x num_generations = {completions} must split evenly over "
-            f"{num_processes} processes x {d.gradient_accumulation_steps} accumulation steps"
-        )
-    if int(d.prompts_per_step) % 2 and cfg.build.fraction == 0.5:
-        raise ConfigError(f"dapo.prompts_per_step={d.prompts_per_step} must be even for a 1:1 build/use batch")
-    return per_device
-
-
-# GRPOConfig fields smith sets from its own keys: a `trainer.<field>` override of one of them is refused
-OWNED = {
-    "output_dir": "output_dir", "max_steps": "max_steps", "per_device_train_batch_size": "dapo.prompts_per_step",
-    "gradient_accumulation_steps": "dapo.gradient_accumulation_steps", "num_generations": "dapo.num_generations",
-    "max_completion_length": "dapo.max_completion_length", "temperature": "dapo.temperature",
-    "top_p": "dapo.top_p", "beta": "dapo.beta", "epsilon": "dapo.epsilon", "epsilon_high": "dapo.epsilon_high",
-    "loss_type": "dapo.loss_type", "mask_truncated_completions": "dapo.mask_truncated_completions",
-    "gradient_checkpointing": "dapo.gradient_checkpointing", "learning_rate": "dapo.learning_rate",
-    "warmup_steps": "dapo.warmup_steps", "reward_weights": "rewards.weights",
-    "multi_objective_aggregation": "dapo.advantage", "shuffle_dataset": "build.fraction (rows alternate)",
-    "save_strategy": "save_every", "save_steps": "save_every", "logging_steps": "metrics.jsonl (one row per step)",
-    "seed": "seed", "bf16": "model.dtype", "use_cpu": "device", "use_vllm": "generation.backend",
-    "vllm_mode": "generation.vllm_mode", "vllm_server_base_url": "generation.vllm_server_url",
-    "remove_unused_columns": "the prompt rows", "dataloader_num_workers": "the prompt stream",
-    "generation_batch_size": "dapo.prompts_per_step", "steps_per_generation": "dapo.gradient_accumulation_steps",
-    "advantage": "dapo.advantage", "std_floor": "dapo.std_floor", "dynamic_sampling": "dapo.dynamic_sampling",
-    "loss_norm": "dapo.loss_norm",
-}
-
-
-def _accepts(kind: Any, value: Any) -> bool:
-    """Whether a Hydra value fits a GRPOConfig field's annotation (unknown annotations are left to GRPOConfig)."""
-    import enum
-    import types
-    import typing
-
-    if kind is type(None):
-        return value is None
-    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
-        return any(_accepts(k, value) for k in typing.get_args(kind))
-    origin = typing.get_origin(kind) or kind
-    if origin is bool:
-        return isinstance(value, bool)
-    if origin is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if origin is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if isinstance(origin, type) and issubclass(origin, enum.Enum):
-        return isinstance(value, str) and value in {m.value for m in origin}
-    if origin in (str, list, dict):
-        return isinstance(value, origin)
-    return True
-
-
-def trainer_overrides(cfg: TrainConfig) -> dict[str, Any]:
-    """`trainer.<field>=value`: any GRPOConfig field smith does not set itself (checked before any model loads)."""
-    import dataclasses
-    import difflib
-
-    from trl import GRPOConfig
-
-    overrides = dict(cfg.trainer)
-    fields = {f.name: f for f in dataclasses.fields(GRPOConfig)}
-    for key, value in overrides.items():
-        if key in OWNED:
-            raise ConfigError(f"trainer.{key} is set by smith from {OWNED[key]}; change that instead")
-        if key not in fields or key.startswith("_"):
-            near = difflib.get_close_matches(key, list(fields), n=1)
-            raise ConfigError(f"trainer.{key} is not a GRPOConfig field (trl 1.16)"
-                              + (f"; did you mean trainer.{near[0]}?" if near else ""))
-        if not _accepts(fields[key].type, value):
-            raise ConfigError(f"trainer.{key}={value!r} does not fit GRPOConfig's {fields[key].type}")
-    if overrides:  # GRPOConfig's own checks (an unknown optimizer name, conflicting settings), still before loading
-        try:
-            GRPOConfig(output_dir=str(Path(cfg.output_dir or ".")), use_cpu=True, **overrides)
-        except ValueError as e:
-            raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None
-    return overrides
-
-
-def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> SmithGRPOConfig:
-    """TRL's arguments with smith's own (SmithGRPOConfig), from the typed config; `owned` maps smith's keys."""
-    cfg = typed(cfg)
-    d = cfg.dapo
-    per_device = per_device_batch(cfg, num_processes)
-    report = [] if cfg.logging.wandb == "disabled" else ["wandb"]
-    if report:
-        os.environ.setdefault("WANDB_MODE", str(cfg.logging.wandb))
-        os.environ.setdefault("WANDB_PROJECT", str(cfg.logging.project))
-        os.environ.setdefault("WANDB_DIR", str(run_dir))  # offline runs land inside the run directory
-    use_vllm = cfg.generation.backend == "vllm"
-    owned = dict(
-        output_dir=str(run_dir),
-        max_steps=int(cfg.max_steps),
-        per_device_train_batch_size=per_device,
-        gradient_accumulation_steps=int(d.gradient_accumulation_steps),
-        num_generations=int(d.num_generations),
-        max_completion_length=int(d.max_completion_length),
-        temperature=float(d.temperature),
-        top_p=float(d.top_p),
-        beta=float(d.beta),
-        epsilon=float(d.epsilon),
-        epsilon_high=float(d.epsilon_high),
-        loss_type=str(d.loss_type),
-        mask_truncated_completions=bool(d.mask_truncated_completions),
-        gradient_checkpointing=bool(d.gradient_checkpointing),
-        learning_rate=float(d.learning_rate),
-        warmup_steps=int(d.warmup_steps),
-        reward_weights=[float(getattr(cfg.rewards.weights, f.__name__)) for f in AXIS_REWARDS],
-        shuffle_dataset=False,  # rows alternate build/use; in order, every batch splits 1:1
-        save_strategy="steps",
-        save_steps=int(cfg.save_every),
-        logging_steps=1,
-        seed=int(cfg.seed),
-        bf16=on_gpu and str(cfg.model.dtype) == "bfloat16",
-        use_cpu=not on_gpu,
-        use_vllm=use_vllm,
-        vllm_mode=str(cfg.generation.vllm_mode),
-        **({"vllm_server_base_url": str(cfg.generation.vllm_server_url)}
-           if use_vllm and cfg.generation.vllm_server_url else {}),
-        remove_unused_columns=False,
-        dataloader_num_workers=0,
-        advantage=d.advantage,
-        std_floor=d.std_floor,
-        dynamic_sampling=d.dynamic_sampling,
-        loss_norm=d.loss_norm,
-    )
-    defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,
-                    disable_tqdm=True)  # smith prints one line per step (smith.train.progress)
-    try:
-        return SmithGRPOConfig(**{**defaults, **trainer_overrides(cfg), **owned})
-    except ValueError as e:
-        raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None
-
-
 def script_function(spec: str) -> Any:
     """`generation.backend=scripted generation.script=module:function`: scripted text, real everything else
     (dry runs of the whole pipeline, and tests that need a non-empty pool in a subprocess). Imported before the
@@ -292,76 +148,6 @@ def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
     from smith.models import load_backend
 
     return load_backend(f"openai:{section.base_url}#{section.model_name}", cfg)
-
-
-MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir"}  # built (and cached) by the run
-
-
-def check_vllm_server(cfg: TrainConfig) -> None:
-    """Server mode, before any model loads: the server must answer (TRL's client would retry for 4 minutes), and the
-    training side needs CUDA (TRL pushes the policy's weights through vLLM's NCCL weight-transfer engine)."""
-    import httpx
-
-    url = str(cfg.generation.vllm_server_url or "http://0.0.0.0:8000").rstrip("/")  # TRL's default
-    try:
-        httpx.get(f"{url}/health", timeout=5).raise_for_status()
-    except httpx.HTTPError as e:
-        raise ConfigError(f"generation.vllm_server_url: no vLLM server answers at {url}/health ({type(e).__name__}); "
-                          f"start it first: trl vllm-serve --model {cfg.model.name_or_path} "
-                          f"--port {httpx.URL(url).port or 8000}") from None
-    if cfg.device == "cpu" or not torch.cuda.is_available():
-        raise ConfigError("generation.vllm_mode=server needs CUDA on the training side: TRL pushes the policy's "
-                          "weights to the server over vLLM's NCCL weight-transfer engine; on CPU use "
-                          "generation.vllm_mode=colocate")
-
-
-def check_config(cfg: DictConfig | TrainConfig) -> TrainConfig:
-    """Fail in one line before any model loads, and return the typed config to pass down. Types, ranges and
-    enumerations are the schema's (smith.config: a misspelt choice used to mean None, a number of the wrong type
-    failed after the model loaded); here: `trainer.*` against GRPOConfig, an external evaluator/judge endpoint
-    that is not up or does not serve the named model, and a vLLM server that does not answer."""
-    conf = typed(cfg)
-    if conf.dapo.advantage not in ADVANTAGES:  # the registry's names: one module to add an estimator
-        raise ConfigError(f"dapo.advantage={conf.dapo.advantage} is not one of {', '.join(ADVANTAGES)}")
-    trainer_overrides(conf)
-    for part in ("evaluator", "judge"):
-        section = getattr(conf, part)
-        if section.kind != "external":
-            continue
-        if not section.base_url or not section.model_name:
-            raise ConfigError(f"{part}.kind=external needs {part}.base_url and {part}.model_name")
-        check_endpoint(str(section.base_url), str(section.model_name), part,
-                       model_label=f"{part}.model_name={section.model_name}",
-                       hint="start it first (docs/training.md, 'Recipes')")
-    if conf.generation.backend == "vllm" and conf.generation.vllm_mode == "server":
-        check_vllm_server(conf)
-    return conf
-
-
-def check_places(cfg: DictConfig) -> None:
-    """The directories and services a run uses besides its own directory, checked before any model loads (each
-    used to fail after it): the tiny model's build directory (built in place behind a lock file beside it),
-    a local model path, the task item cache, and a remote sandbox's /health."""
-    name = str(cfg.model.name_or_path)
-    if name in MODEL_DIRS:
-        writable_parent(str(OmegaConf.select(cfg, MODEL_DIRS[name])), MODEL_DIRS[name])
-    elif name.startswith(("/", ".", "~")) and not (Path(name).expanduser() / "config.json").is_file():
-        raise ConfigError(f"model.name_or_path={name} is not a model directory (no config.json); "
-                          "give a model directory, a hub id, tiny or tiny-warm")
-    if cfg.tasks.cache_dir:
-        writable_dir(str(cfg.tasks.cache_dir), "tasks.cache_dir")
-    if cfg.sandbox.url:
-        import httpx
-
-        url = f"{str(cfg.sandbox.url).rstrip('/')}/health"
-        try:
-            reply = httpx.get(url, timeout=10).raise_for_status().json()
-            problem = None if isinstance(reply, dict) and reply.get("ok") is True else f"it answered {reply!r:.80}"
-        except (httpx.HTTPError, ValueError) as e:
-            problem = f"{type(e).__name__}: {e}"
-        if problem:
-            raise ConfigError(f"sandbox.url: {url} is not answering as a sandbox service ({problem}); "
-                              "start `python -m sandbox serve` first")
 
 
 def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:

@@ -4,7 +4,7 @@ dynamic sampling, and a frozen evaluator/judge adapter re-synced to the policy e
 docs/architecture.md, "TRL": TRL gives DAPO, clip-higher, truncation masking, PEFT, vLLM and accelerate; smith
 adds `rollout_func` episodes, normalise-then-sum with a std floor per axis, dropped zero-signal groups,
 and the synced copy, and the paper's loss split (`_compute_loss`: build and use DAPO terms, each over its own
-tokens). Only `_calculate_rewards`, `_generate_and_score_completions` and `_compute_loss` are overridden.
+tokens). Only `_generate_and_score_completions` and `_compute_loss` are overridden.
 """
 
 from __future__ import annotations
@@ -83,7 +83,6 @@ class SmithTrainer(GRPOTrainer):
         Without them the trainer computes losses only (tests of the loss)."""
         self.session = session
         self.tasks = tasks
-        self._gathered_rewards: torch.Tensor | None = None
         super().__init__(*args, rollout_func=self._rollout, **kwargs)
         if self.use_vllm:
             from smith.train.vllm_policy import TRLVLLMPolicy, reload_through_runner
@@ -128,10 +127,12 @@ class SmithTrainer(GRPOTrainer):
         return out
 
     # -- advantages ----------------------------------------------------------------------------------
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # noqa: ANN001
-        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._gathered_rewards = rewards  # (all processes' samples, axes), gathered by TRL
-        return rewards
+    def _all_rewards(self, inputs: list[dict[str, Any]]) -> torch.Tensor:
+        """(samples of all processes, axes), NaN where an axis does not apply: the `r_<axis>` columns the rollout
+        returned (TRL merges them into `inputs`), gathered in process order like TRL's own reward matrix."""
+        local = torch.tensor([[math.nan if x[f"r_{axis}"] is None else float(x[f"r_{axis}"]) for axis in AXES]
+                              for x in inputs], dtype=torch.float32, device=self.accelerator.device)
+        return self.accelerator.gather(local)
 
     def _generate_and_score_completions(self, inputs):  # noqa: ANN001
         """TRL's step with smith's advantages in place of its own. TRL has already logged statistics of its
@@ -139,7 +140,8 @@ class SmithTrainer(GRPOTrainer):
         describe the ones trained with."""
         out = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
-        adv = self.estimate(self._gathered_rewards, self.num_generations, self.reward_weights,
+        rewards = self._all_rewards(inputs)
+        adv = self.estimate(rewards, self.num_generations, self.reward_weights,
                             std_floor=self.args.std_floor, drop_zero_variance=self.args.dynamic_sampling)
         n_local = out["advantages"].shape[0]
         local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
@@ -162,7 +164,7 @@ class SmithTrainer(GRPOTrainer):
         logged.extend(adv.advantages.tolist())
         metrics["dynamic_sampling/frac_dropped"].append(1.0 - adv.keep.float().mean().item())
         for i, axis in enumerate(AXES):
-            applies = ~torch.isnan(self._gathered_rewards[:, i])
+            applies = ~torch.isnan(rewards[:, i])
             if applies.any():
                 metrics[f"adv/{axis}/mean_abs"].append(adv.per_axis[applies, i].abs().mean().item())
         metrics["adv/total/mean_abs"].append(adv.advantages.abs().mean().item())

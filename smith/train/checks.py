@@ -1,0 +1,85 @@
+"""The start-up checks of `train.py`: everything a run's settings can get wrong is one line (ConfigError, exit 2)
+before any model loads or any run directory is made. Types, ranges and choices are the typed config's
+(smith.config); here: what needs the layers above it (the advantage registry, GRPOConfig, endpoints, paths)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from smith.config import TrainConfig, typed
+from smith.errors import ConfigError, writable_dir, writable_parent
+from smith.models.openai import check_endpoint
+from smith.train.advantages import ADVANTAGES
+from smith.train.args import trainer_overrides
+
+MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir"}  # built (and cached) by the run
+
+
+def check_vllm_server(cfg: TrainConfig) -> None:
+    """Server mode, before any model loads: the server must answer (TRL's client would retry for 4 minutes), and the
+    training side needs CUDA (TRL pushes the policy's weights through vLLM's NCCL weight-transfer engine)."""
+    import httpx
+
+    url = str(cfg.generation.vllm_server_url or "http://0.0.0.0:8000").rstrip("/")  # TRL's default
+    try:
+        httpx.get(f"{url}/health", timeout=5).raise_for_status()
+    except httpx.HTTPError as e:
+        raise ConfigError(f"generation.vllm_server_url: no vLLM server answers at {url}/health ({type(e).__name__}); "
+                          f"start it first: trl vllm-serve --model {cfg.model.name_or_path} "
+                          f"--port {httpx.URL(url).port or 8000}") from None
+    if cfg.device == "cpu" or not torch.cuda.is_available():
+        raise ConfigError("generation.vllm_mode=server needs CUDA on the training side: TRL pushes the policy's "
+                          "weights to the server over vLLM's NCCL weight-transfer engine; on CPU use "
+                          "generation.vllm_mode=colocate")
+
+
+def check_config(cfg: DictConfig | TrainConfig) -> TrainConfig:
+    """Fail in one line before any model loads, and return the typed config to pass down. Types, ranges and
+    enumerations are the schema's (smith.config: a misspelt choice used to mean None, a number of the wrong type
+    failed after the model loaded); here: `trainer.*` against GRPOConfig, an external evaluator/judge endpoint
+    that is not up or does not serve the named model, and a vLLM server that does not answer."""
+    conf = typed(cfg)
+    if conf.dapo.advantage not in ADVANTAGES:  # the registry's names: one module to add an estimator
+        raise ConfigError(f"dapo.advantage={conf.dapo.advantage} is not one of {', '.join(ADVANTAGES)}")
+    trainer_overrides(conf)
+    for part in ("evaluator", "judge"):
+        section = getattr(conf, part)
+        if section.kind != "external":
+            continue
+        if not section.base_url or not section.model_name:
+            raise ConfigError(f"{part}.kind=external needs {part}.base_url and {part}.model_name")
+        check_endpoint(str(section.base_url), str(section.model_name), part,
+                       model_label=f"{part}.model_name={section.model_name}",
+                       hint="start it first (docs/training.md, 'Recipes')")
+    if conf.generation.backend == "vllm" and conf.generation.vllm_mode == "server":
+        check_vllm_server(conf)
+    return conf
+
+
+def check_places(cfg: DictConfig) -> None:
+    """The directories and services a run uses besides its own directory, checked before any model loads (each
+    used to fail after it): the tiny model's build directory (built in place behind a lock file beside it),
+    a local model path, the task item cache, and a remote sandbox's /health."""
+    name = str(cfg.model.name_or_path)
+    if name in MODEL_DIRS:
+        writable_parent(str(OmegaConf.select(cfg, MODEL_DIRS[name])), MODEL_DIRS[name])
+    elif name.startswith(("/", ".", "~")) and not (Path(name).expanduser() / "config.json").is_file():
+        raise ConfigError(f"model.name_or_path={name} is not a model directory (no config.json); "
+                          "give a model directory, a hub id, tiny or tiny-warm")
+    if cfg.tasks.cache_dir:
+        writable_dir(str(cfg.tasks.cache_dir), "tasks.cache_dir")
+    if cfg.sandbox.url:
+        import httpx
+
+        url = f"{str(cfg.sandbox.url).rstrip('/')}/health"
+        try:
+            reply = httpx.get(url, timeout=10).raise_for_status().json()
+            problem = None if isinstance(reply, dict) and reply.get("ok") is True else f"it answered {reply!r:.80}"
+        except (httpx.HTTPError, ValueError) as e:
+            problem = f"{type(e).__name__}: {e}"
+        if problem:
+            raise ConfigError(f"sandbox.url: {url} is not answering as a sandbox service ({problem}); "
+                              "start `python -m sandbox serve` first")
