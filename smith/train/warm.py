@@ -1,5 +1,8 @@
 """The warm-started tiny policy: a small Qwen3 taught the SMITH protocols by supervised fine-tuning.
 
+One file, though just over 400 lines: the demonstrations and the SFT run that learns them change together (the
+cache key, WARM_VERSION, covers both).
+
 A random tiny model scores 0 on every axis, so an RL run on it shows nothing. This builds a policy that
 already speaks both task formats, with headroom left for RL: TRL's `SFTTrainer` on generated demonstrations
 over real reasoning-gym items of a few **seen** categories (unseen ones never appear), rendered with the
