@@ -141,7 +141,7 @@ class SmithCallback(TrainerCallback):
     def __init__(self, session: Session) -> None:
         self.s = session
         self._step_start = 0.0
-        self._update = 0.0  # seconds of the last step outside generation and grading
+        self._update = 0.0  # seconds of the last step outside the evaluator sync, generation and grading
 
     def on_step_begin(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         self._step_start = time.perf_counter()
