@@ -91,7 +91,10 @@ def parse_tool_calls(text: str) -> ParsedToolCalls:
             errors.append(got)
             continue
         call = read_call(got[0])
-        (errors if isinstance(call, str) else calls).append(call)  # type: ignore[arg-type]
+        if isinstance(call, str):
+            errors.append(call)
+        else:
+            calls.append(call)
     return ParsedToolCalls(calls, errors)
 
 
@@ -112,8 +115,6 @@ def _json(value: Any) -> str:
 class Syntax:
     """How one family writes tool calls in a reply; `parse` reads text whose reasoning is already removed."""
 
-    name = ""
-
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
         raise NotImplementedError
 
@@ -124,8 +125,6 @@ class Syntax:
 class Hermes(Syntax):
     """`<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>`, one block per call, as Qwen's templates
     render an assistant turn's `tool_calls`."""
-
-    name = "hermes"
 
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
         return _HERMES_BLOCK.sub("", text).strip(), parse_tool_calls(text)
@@ -145,8 +144,6 @@ _LLAMA_CALL = re.compile(r'^\{\s*"name"\s*:')
 class Llama3(Syntax):
     """Llama 3.1 / 3.2: the whole reply is one JSON object `{"name": ..., "parameters": {...}}` (TRL's
     `llama3_schema` anchors the same way; the template renders one call per turn and drops content beside it)."""
-
-    name = "llama3"
 
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
         body = text.strip().removeprefix("<|python_tag|>").lstrip()
@@ -176,7 +173,6 @@ class Granite(Syntax):
     token, so a decoded reply may have lost it: a reply that starts with `[{` is read as calls too (as vLLM's
     granite parser does), and granite-common's `<tool_call>[...]` form is accepted."""
 
-    name = "granite"
     MARKERS = ("<|tool_call|>", "<tool_call>")
 
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
@@ -262,7 +258,6 @@ class ReplyFormat:
     """The reading half of a format: enough for backends that hand back text (an OpenAI endpoint, scripted
     agents), whose tool calls arrive as Hermes text."""
 
-    family = "endpoint"
     native_tools = True
 
     def __init__(self, syntax: Syntax = HERMES) -> None:
@@ -274,9 +269,10 @@ class ReplyFormat:
         return Reply(text, content, reasoning, parsed.calls, parsed.errors)
 
     def assistant_message(self, reply: Reply, turn: int) -> Message:
-        """The canonical message of a reply in a message-level transcript (structured calls with ids)."""
+        """The canonical message of a reply in a message-level transcript (structured calls with ids; a reply
+        without any keeps its text, a call that could not be read included, its reasoning left out)."""
         if not reply.calls:
-            return {"role": "assistant", "content": reply.content}
+            return {"role": "assistant", "content": without_reasoning(reply.text).strip()}
         return {"role": "assistant", "content": reply.content,
                 "tool_calls": [{"id": f"call_{turn}_{j}", "type": "function",
                                 "function": {"name": c.name, "arguments": c.arguments}}
@@ -286,9 +282,6 @@ class ReplyFormat:
         """What the model writes for a canonical assistant message (its content and calls in this syntax)."""
         return self.syntax.write(message.get("content") or "", list(message.get("tool_calls") or []))
 
-    def describe(self) -> str:
-        tools = "native tools" if self.native_tools else "tools by the fallback"
-        return f"{self.family} ({tools}, {self.syntax.name} calls)"
 
 
 ENDPOINT = ReplyFormat(HERMES)
@@ -316,7 +309,7 @@ def _family(template: str) -> str:
         return "llama3"
     if "<start_of_turn>" in template:
         return "gemma"
-    return "chatml" if "<|im_start|>" in template else "other"
+    return "chatml" if "<|im_start|>" in template else "other"  # the fallback, unless it renders tool calls
 
 
 class ChatFormat(ReplyFormat):
@@ -332,10 +325,10 @@ class ChatFormat(ReplyFormat):
         if not own:
             raise ConfigError(f"{name} has no chat template; smith renders every turn with one")
         text = own if isinstance(own, str) else json.dumps(own)
-        self.family = _family(text)
-        granite = self.family == "granite" and "available_tools" in text
+        family = _family(text)
+        granite = family == "granite" and "available_tools" in text
         self.native_tools = granite or supports_tool_calling(tokenizer)
-        super().__init__(GRANITE if granite else LLAMA3 if self.native_tools and self.family == "llama3" else HERMES)
+        super().__init__(GRANITE if granite else LLAMA3 if self.native_tools and family == "llama3" else HERMES)
         self.kwargs: dict[str, Any] = {}
         if "enable_thinking" in text:
             self.kwargs["enable_thinking"] = thinking
