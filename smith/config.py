@@ -46,6 +46,9 @@ class ModelConfig:
     dtype: str = knob("bfloat16", "bf16 on GPU; the CPU path uses float32", choices=("bfloat16", "float16", "float32"))
     tiny_dir: str = knob("checkpoints/.tiny-model", "where `tiny` (random weights) is built (cached)")
     warm_dir: str = knob("checkpoints/.tiny-warm", "where `tiny-warm` (the SFT-warm-started policy) is built (cached)")
+    thinking: bool = knob(False, "hybrid-thinking models (Qwen3: enable_thinking) think before they reply; off by "
+                          "default, as the paper's runs; a template without a thinking switch refuses true "
+                          "(smith.models.chat_format)")
 
 
 @dataclass

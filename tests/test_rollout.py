@@ -15,10 +15,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from sandbox import Limits
-from smith.episodes import continuation_ids
+from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
 from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask
+from smith.rollout.prompts import inner_use_messages
 from smith.tasks import items
 from smith.toolspec import ToolSpec
 
@@ -147,6 +148,7 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     pool = ToolPool()
     task = UseTask("spell_backward", bank[("spell_backward", "easy")][:4], item, bank[("spell_backward", "hard")][2:6])
     ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5)
+    ro.s.max_completion_length = 1200  # the build, then the whole use prompt (system, tool block: ~530 tokens)
     try:
         (s,) = ro.run([], [task], random.Random(2))
     finally:
@@ -155,13 +157,20 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     assert s.rewards["format"] == 0.5 and s.rewards["evaluation"] == 1.0  # the inner build was graded
     assert s.rewards["use"] == pytest.approx(2 * (1 - 2 * 0.3 * 0.4))  # 2 use turns of 5: rho 0.4
     assert len(pool) == 1  # and admitted
+    # after the build, the episode goes on with the use prompt every use episode gets, its tools in the tool block
+    fmt = chat_format(tok)
+    use = fmt.render(inner_use_messages("spell_backward", item.question), [ToolSpec(REVERSE, SCHEMA, "spell_backward")
+                                                                           .openai_tool("spell_backward")])
+    built = s.completion_ids.index(fmt.end_of_turn) + 1
+    assert s.completion_ids[built:built + 1 + len(use)] == tok("\n")["input_ids"] + use
+    assert s.mask[built:built + 1 + len(use)] == [0] * (1 + len(use))
 
 
 def test_continuation_ids_match_the_template(tok):
     msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
     full = tok.apply_chat_template([*msgs, {"role": "tool", "content": "42"}], tokenize=False,
                                    add_generation_prompt=True)
-    ids = continuation_ids(tok, [{"role": "tool", "content": "42"}])
+    ids = chat_format(tok).continuation([{"role": "tool", "content": "42"}])
     assert full.endswith(tok.decode(ids))
 
 
@@ -250,7 +259,8 @@ def test_each_use_episode_has_its_own_token_budget(tok, sandbox, bank):
             return call
         # the long neighbour's first turn and tool response leave it 2 tokens: under one shared limit the
         # short episode would get 2 tokens for its answer too
-        fed = len(continuation_ids(tok, [{"role": "tool", "content": chatty.question.split(":")[-1].strip()[::-1]}]))
+        fed = len(chat_format(tok).continuation([{"role": "tool",
+                                                  "content": chatty.question.split(":")[-1].strip()[::-1]}]))
         return next(t for n in range(300) for m in range(8)
                     if len(tok(t := "thinking " * n + "." * m + call)["input_ids"]) + 1 + fed == 598)
 

@@ -104,6 +104,15 @@ class Session:
         builds = [s for s in samples if "parse" in s.trace]
         for reason, n in format_reasons(samples).items():
             m[f"format/{reason}"] = n / max(len(builds), 1)
+        graded = [s.trace["evaluation"] for s in samples if "evaluation" in s.trace]
+        questions = sum(e["k"] for e in graded)
+        if questions:  # a model evaluator whose calls never parse would zero every r_eval without a word
+            silent = sum(e.get("no_tool_call", 0) for e in graded)
+            m["evaluation/no_tool_call"] = silent / questions
+            if silent == questions:
+                print(f"warning: step {step}, rank {rank}: the evaluator made no tool call that parsed on any of its "
+                      f"{questions} questions, so every r_eval is 0 and no tool enters the pool; its replies must "
+                      "call the tool in its chat format's syntax (smith.models.chat_format)", file=sys.stderr)
         uses = [s for s in samples if s.kind == "use"]
         if uses:
             m["use/correct"] = sum(bool(s.trace.get("correct")) for s in uses) / len(uses)
