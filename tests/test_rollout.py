@@ -299,7 +299,8 @@ def test_tasks_catalog_drives_items_and_scoring(tok, sandbox, tmp_path):
         "categories:\n  lcm_pairs:\n    group: Arithmetic\n    split: seen\n    dataset: lcm\n"
         "    easy: {min_numbers: 2, max_numbers: 2, min_value: 2, max_value: 20}\n"
         "    hard: {min_numbers: 2, max_numbers: 2, min_value: 100, max_value: 1000}\n"
-        "    measure: number(answer)\n    why: two numbers only.\n")
+        "    measure: number(answer)\n    why: two numbers only.\n"
+        "    full_marks: {check: equal, why: one integer.}\n")
     catalog = load_catalog(path)
     source = TaskSource(["lcm_pairs"], 4, 4, seed=0, cache_dir=str(tmp_path / "items"), bank_size=8,
                         catalog=catalog)
