@@ -92,6 +92,11 @@ MARKED = "smith-marked"
 MARK = f"import ctypes\nctypes.CDLL(None).prctl(15, {MARKED.encode()!r}, 0, 0, 0)\n"
 
 
+def mark(indent: str) -> str:
+    """`MARK`'s lines, indented for a function body."""
+    return "".join(f"{indent}{line}\n" for line in MARK.splitlines())
+
+
 @contextmanager
 def fork_server_killer(times: int) -> Iterator[list[int]]:
     """While active, SIGKILL the fork server of each tool process that marked itself (`MARK`), up to `times`

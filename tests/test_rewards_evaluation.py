@@ -20,7 +20,7 @@ from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_direct, evaluate
 from smith.tasks import items
 from smith.toolspec import ToolSpec, spec_from_source
 
-from .conftest import MARK, fork_server_killer
+from .conftest import fork_server_killer, mark
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "reference_tools"
@@ -209,7 +209,7 @@ def marked_tool(question: str) -> ToolSpec:
     during that call."""
     code = (REFERENCE / "count_bits.py").read_text() + (
         "\n\nimport time\n_solve = solve\n\n\ndef solve(question):\n"
-        f"    if question == {question!r}:\n" + "".join(f"        {line}\n" for line in MARK.splitlines())
+        f"    if question == {question!r}:\n" + mark(" " * 8)
         + "        time.sleep(3)\n    return _solve(question)\n"
     )
     return spec(code)

@@ -24,7 +24,7 @@ from smith.tasks import items
 from smith.toolspec import ToolSpec
 from smith.train.session import Session
 
-from .conftest import MARK, fork_server_killer
+from .conftest import fork_server_killer, mark
 
 REVERSE = "def spell_backward(question: str) -> str:\n    return question.split(':')[-1].strip()[::-1]\n"
 SCHEMA = {"name": "spell_backward", "description": "Spells the word at the end of the question backward.",
@@ -138,9 +138,8 @@ def test_use_episode_wrong_call_then_right_call(tok, sandbox, bank):
 
 def marked_reverse(question: str) -> str:
     """REVERSE, but on `question` it marks its process and sleeps, so its fork server can be killed mid-call."""
-    mark = "".join(f"        {line}\n" for line in MARK.splitlines())
     head = "def spell_backward(question: str) -> str:\n"
-    slow = f"    if question == {question!r}:\n{mark}        time.sleep(3)\n"
+    slow = f"    if question == {question!r}:\n{mark(' ' * 8)}        time.sleep(3)\n"
     return "import time\n" + REVERSE.replace(head, head + slow)
 
 

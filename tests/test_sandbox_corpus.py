@@ -19,7 +19,7 @@ import pytest
 
 from sandbox import Limits, Sandbox, run_pure
 
-from .conftest import MARK, fork_server_killer
+from .conftest import fork_server_killer, mark
 
 LIMITS = Limits(timeout_s=1.5, memory_mb=256, nproc=16, nofile=32, fsize_mb=8, output_bytes=4096)
 SECRET = f"s3cret-{uuid.uuid4().hex}"
@@ -597,8 +597,7 @@ def test_a_fork_server_dying_mid_call_never_runs_the_call_twice():
 def test_run_pure_reruns_a_faulted_call_once():
     """A call whose fork server is killed mid-call is the sandbox's `fault`; `run_pure` (for pure calls) runs it
     once more, and a second fault stays a fault. Both kills are real SIGKILLs of the fork server."""
-    mark = "".join(f"        {line}\n" for line in MARK.splitlines())
-    code = f"import time\ndef tool(x):\n    if x == 'slow':\n{mark}        time.sleep(3)\n    return x\n"
+    code = f"import time\ndef tool(x):\n    if x == 'slow':\n{mark(' ' * 8)}        time.sleep(3)\n    return x\n"
     with Sandbox(isolation="strict", workers=2) as box:
         for times, status in ((1, "ok"), (2, "fault")):
             with fork_server_killer(times) as killed:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from sandbox import Limits, RemoteSandbox, RemoteSandboxError, run_pure
 from sandbox.server import BadRequest, Bounds, _limits
 
-from .conftest import MARK, fork_server_killer
+from .conftest import MARK, fork_server_killer, mark
 
 
 def _free_port() -> int:
@@ -135,7 +135,7 @@ def test_run_code_is_sandboxfusion_compatible(remote, http):
     assert bad.status_code == 400 and "unsupported language" in bad.json()["error"]
 
 
-SLOW_MARKED = "import time\ndef f(x):\n" + "".join(f"    {line}\n" for line in MARK.splitlines()) + (
+SLOW_MARKED = "import time\ndef f(x):\n" + mark(" " * 4) + (
     "    time.sleep(3)\n    return x\n")
 
 
