@@ -12,6 +12,7 @@ import random
 import re
 
 import pytest
+from omegaconf import OmegaConf
 from transformers import AutoTokenizer
 
 from sandbox import Limits
@@ -22,6 +23,9 @@ from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask
 from smith.rollout.prompts import inner_use_messages
 from smith.tasks import items
 from smith.toolspec import ToolSpec
+from smith.train.session import Session
+
+from .conftest import fork_server_killer, mark
 
 REVERSE = "def spell_backward(question: str) -> str:\n    return question.split(':')[-1].strip()[::-1]\n"
 SCHEMA = {"name": "spell_backward", "description": "Spells the word at the end of the question backward.",
@@ -131,6 +135,53 @@ def test_use_episode_wrong_call_then_right_call(tok, sandbox, bank):
     assert "error: unknown tool 'no_such_tool'" in tok.decode(s.completion_ids[segments[0][0]:segments[0][1]])
     assert item.answer in tok.decode(s.completion_ids[segments[1][0]:segments[1][1]])
     assert sum(s.mask) == len(s.mask) - sum(b - a for a, b in segments)
+
+
+def marked_reverse(question: str) -> str:
+    """REVERSE, but on `question` it marks its process and sleeps, so its fork server can be killed mid-call."""
+    head = "def spell_backward(question: str) -> str:\n"
+    slow = f"    if question == {question!r}:\n{mark(' ' * 8)}        time.sleep(3)\n"
+    return "import time\n" + REVERSE.replace(head, head + slow)
+
+
+def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_path):
+    """Fork servers killed mid-call (real SIGKILLs), twice per call: the build's question leaves r_eval instead of
+    scoring 0, the use episode's model is told the sandbox failed, and the step's metrics count both."""
+    task = build_task(bank)
+    with fork_server_killer(times=2):
+        ro = make(ScriptedBackend(tok, lambda ctx: response(marked_reverse(task.heldout[1].question), SCHEMA)),
+                  sandbox)
+        try:
+            (build,) = ro.run([task], [], random.Random(0))
+        finally:
+            ro.close()
+    assert build.rewards["evaluation"] == 1.0 and build.trace["evaluation"] == {"correct": 3, "k": 3, "faults": 1}
+    item = bank[("spell_backward", "hard")][0]
+    pool = ToolPool()
+    pool.admit(PoolEntry("spell_backward", ToolSpec(marked_reverse(item.question), SCHEMA, "spell_backward"), 1.0))
+
+    def script(ctx: str) -> str:
+        if "<tool_response>" not in ctx:
+            call = {"name": "spell_backward", "arguments": {"question": item.question}}
+            return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+        return "I could not tell."
+
+    with fork_server_killer(times=2) as killed:
+        ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=3)
+        try:
+            (use,) = ro.run([], [UseTask("spell_backward", [], item)], random.Random(1))
+        finally:
+            ro.close()
+    assert len(killed) == 2 and [c["status"] for c in use.trace["calls"]] == ["fault"]
+    assert use.trace["sandbox_faults"] == 1
+    assert "error: the sandbox failed while running the tool, not the tool:" in tok.decode(use.completion_ids)
+    cfg = OmegaConf.create({"model": {"name_or_path": "tiny"}, "seed": 0,
+                            "evaluator": {"sync_every": 5, "kind": "direct"}, "judge": {"kind": "none"}})
+    session = Session(cfg, tmp_path, pool)
+    session.record([build, use])
+    assert session.step_metrics["sandbox_faults/evaluation"] == 1.0
+    assert session.step_metrics["sandbox_faults/use"] == 1.0
+    assert sandbox.quiesce()
 
 
 def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
@@ -309,7 +360,8 @@ def test_tasks_catalog_drives_items_and_scoring(tok, sandbox, tmp_path):
         "categories:\n  lcm_pairs:\n    group: Arithmetic\n    split: seen\n    dataset: lcm\n"
         "    easy: {min_numbers: 2, max_numbers: 2, min_value: 2, max_value: 20}\n"
         "    hard: {min_numbers: 2, max_numbers: 2, min_value: 100, max_value: 1000}\n"
-        "    measure: number(answer)\n    why: two numbers only.\n")
+        "    measure: number(answer)\n    why: two numbers only.\n"
+        "    full_marks: {check: equal, why: one integer.}\n")
     catalog = load_catalog(path)
     source = TaskSource(["lcm_pairs"], 4, 4, seed=0, cache_dir=str(tmp_path / "items"), bank_size=8,
                         catalog=catalog)

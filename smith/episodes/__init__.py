@@ -28,6 +28,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from sandbox import FAULT, run_pure
 from smith.models.base import Generation, SamplingParams
 from smith.models.chat_format import ParsedToolCalls, Reply, ReplyFormat, format_of
 from smith.toolspec import ToolSpec
@@ -107,7 +108,7 @@ def execute_tool_calls(
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """Run one turn's parsed tool calls against `menu` (name -> entry with `tool`, a ToolSpec, and
     `category`) in the sandbox. Every failure (malformed call, unknown tool, bad arguments, a raising tool)
-    becomes text fed back to the model, never an exception."""
+    becomes text fed back to the model, never an exception; a sandbox fault is retried once (`run_pure`)."""
     outs = [f"error: {e}" for e in parsed.errors]
     records: list[dict[str, Any]] = [{"status": "malformed", "error": e} for e in parsed.errors]
     for call in parsed.calls:
@@ -118,11 +119,13 @@ def execute_tool_calls(
             outs.append(f"error: unknown tool '{name}'; available: {', '.join(menu)}")
             record["status"] = "unknown_tool"
         else:
-            r = sandbox.run(entry.tool.code, entry.tool.function_name, [call.arguments], limits=limits)[0]
+            r = run_pure(sandbox, entry.tool.code, entry.tool.function_name, [call.arguments], limits)[0]
             record.update(status=r.status, category=entry.category)
             if r.status == "ok":
                 out = r.value if isinstance(r.value, str) else json.dumps(r.value)
                 record["output"] = out
+            elif r.status == FAULT:  # twice: the machine's failure, told as such
+                out = f"error: the sandbox failed while running the tool, not the tool: {r.error or ''}".strip()
             else:
                 out = f"error: {r.status}: {r.error or ''}".strip()
             outs.append(out[:max_chars])

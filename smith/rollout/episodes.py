@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox import FAULT
 from smith.config import DapoConfig, EvaluatorConfig, JudgeConfig, PoolConfig, UseConfig
 from smith.episodes import Episode, menu_executor, play
 from smith.models.base import SamplingParams
@@ -192,7 +193,7 @@ class Rollout:
             with self._model_lock:
                 ev = evaluate_with_model(spec, task.heldout, self.evaluator, self.sandbox, limits=self.limits,
                                          max_turns=self.s.evaluator_max_turns, catalog=self.catalog)
-        trace["evaluation"] = {"correct": ev.correct, "k": ev.k,
+        trace["evaluation"] = {"correct": ev.correct, "k": ev.k, "faults": ev.faults,
                                "no_tool_call": sum(t.status == "no_tool_call" for t in ev.traces)}
         r_judge = self._judge(parsed, text, trace) if judged else NAN
         if ev.r_eval > 0:
@@ -293,4 +294,4 @@ class Rollout:
         s.rewards["use"] = correctness_reward(correct, e.turns, self.s.max_turns, self.s.eta_mid, self.s.eta_min)
         s.trace.update({"answer": answer, "correct": correct, "turns": e.turns, "calls": e.calls,
                         "tool_call_ok": sum(c.get("status") == "ok" for c in e.calls),
-                        "tool_calls": len(e.calls)})
+                        "tool_calls": len(e.calls), "sandbox_faults": sum(c.get("status") == FAULT for c in e.calls)})
