@@ -155,7 +155,8 @@ def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_pa
             (build,) = ro.run([task], [], random.Random(0))
         finally:
             ro.close()
-    assert build.rewards["evaluation"] == 1.0 and build.trace["evaluation"] == {"correct": 3, "k": 3, "faults": 1}
+    assert build.rewards["evaluation"] == 1.0 and build.trace["evaluation"] == {"correct": 3, "k": 3, "faults": 1,
+                                                                                   "no_tool_call": 0}
     item = bank[("spell_backward", "hard")][0]
     pool = ToolPool()
     pool.admit(PoolEntry("spell_backward", ToolSpec(marked_reverse(item.question), SCHEMA, "spell_backward"), 1.0))
