@@ -19,7 +19,7 @@ from sandbox._forkserver import FrameError, dumps
 from sandbox.cancel import Cancel
 from sandbox.jail import SandboxUnavailable
 from sandbox.seccomp import build_bpf
-from sandbox.types import Limits, Result, framed_calls
+from sandbox.types import FAULT, Limits, Result, framed_calls
 from sandbox.worker import Worker, WorkerBroken
 
 ISOLATIONS = ("strict", "process")
@@ -199,7 +199,7 @@ class Sandbox:
                 failure = exc
                 if len(done) == len(frames) or self._closed:
                     break
-        return done + [Result("error", None, f"sandbox worker failed: {failure}") for _ in frames[len(done) :]]
+        return done + [Result(FAULT, None, f"sandbox worker failed: {failure}") for _ in frames[len(done) :]]
 
     def run_script(
         self, code: str, stdin: str = "", limits: Limits | None = None, cancel: Cancel | None = None
@@ -219,7 +219,7 @@ class Sandbox:
                 failure = exc
                 if self._closed:
                     break
-        return Result("error", None, f"sandbox worker failed: {failure}")
+        return Result(FAULT, None, f"sandbox worker failed: {failure}")
 
     def quiesce(self, timeout_s: float = 30.0) -> bool:
         """Wait until every worker is idle with a fresh tool pre-forked (background clean-up done)."""

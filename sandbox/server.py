@@ -31,7 +31,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from sandbox._forkserver import TooDeep, _check_depth, _finite
 from sandbox.cancel import Cancel
 from sandbox.core import Sandbox
-from sandbox.types import Limits, Result
+from sandbox.types import FAULT, Limits, Result
 
 MAX_CALLS = 10_000
 DEFAULT_RUN_TIMEOUT_S = 10.0
@@ -227,12 +227,14 @@ def create_app(sandbox: Sandbox, bounds: Bounds | None = None, ready: str | None
 
 
 def fusion_response(result: Result) -> dict[str, Any]:
-    """Map a program's Result to SandboxFusion's RunCodeResponse."""
+    """Map a program's Result to SandboxFusion's RunCodeResponse; the sandbox's own fault is its SandboxError."""
     if result.status == "ok" and isinstance(result.value, int) and not isinstance(result.value, bool):
         code = result.value
         run_status, overall, message = "Finished", ("Success" if code == 0 else "Failed"), ""
     elif result.status == "timeout":
         code, run_status, overall, message = None, "TimeLimitExceeded", "Failed", result.error or ""
+    elif result.status == FAULT:
+        code, run_status, overall, message = None, "Error", "SandboxError", result.error or ""
     else:
         code, run_status, overall, message = None, "Error", "Failed", result.error or ""
     run_result = {

@@ -33,7 +33,7 @@ from sandbox.jail import (
     release_uid_block,
 )
 from sandbox.pipes import ToolProcess
-from sandbox.types import Limits, Result
+from sandbox.types import FAULT, Limits, Result
 
 START_TIMEOUT_S = 30.0  # the fork server's start-up: imports, /proc probes, a probe fork
 # one recycle: the server's reap gives up after 10 s of unkillable processes, so a server silent this long is wedged
@@ -177,7 +177,7 @@ class Worker:
             deaths.append(why)
             if len(deaths) > INNOCENT_RETRIES:
                 why = f"the sandbox's pre-forked tool process died {len(deaths)} times before it read the run: {why}"
-                return tool, "bad", why
+                return tool, FAULT, why
 
     @staticmethod
     def _death(reply: dict, what: str) -> tuple[str, str]:
@@ -200,7 +200,7 @@ class Worker:
         if kind == "timeout":
             error = f"no result within {seconds:.3g} s"
             return Result("timeout", None, error, tool.out.take(), tool.err.take(), seconds)
-        return Result("error", None, msg, tool.out.take(), tool.err.take(), seconds)
+        return Result(FAULT if kind == FAULT else "error", None, msg, tool.out.take(), tool.err.take(), seconds)
 
     def run(
         self, code: str, func_name: str, calls: list[bytes], limits: Limits, cancel: Cancel | None = None
@@ -255,8 +255,8 @@ class Worker:
         try:
             reply = self.recycle()
         except WorkerBroken as exc:
-            if kind == "died":  # the server's death took the tool along: not the tool's doing, but not rerun
-                res.status, res.error = "error", f"the sandbox worker failed {what} (not retried): {exc}"
+            if kind == "died":  # the server's death took the tool along: not the tool's doing, and not rerun
+                res.status, res.error = FAULT, f"the sandbox worker failed {what} (not retried): {exc}"
             raise
         if kind == "died":
             res.status, res.error = self._death(reply, what)

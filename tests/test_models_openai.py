@@ -19,7 +19,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from smith.errors import ConfigError
-from smith.models.base import ChatBackend, SamplingParams, parse_tool_calls
+from smith.models.base import ChatBackend, SamplingParams
+from smith.models.chat_format import parse_tool_calls
 from smith.models.hf import HFBackend
 from smith.models.openai import OpenAIBackend, OpenAIBackendError, check_endpoint, to_openai_messages
 from smith.models.scripted import ScriptedBackend

@@ -32,7 +32,8 @@ from smith.evals.recognition_mcp.report import write_report
 from smith.evals.recognition_mcp.scoring import rollout_counts, score_rollout, summarize
 from smith.evals.recognition_mcp.server import DECOY_DESCRIPTION, DECOY_RESULT, SUBMIT_DESCRIPTION, SUBMITTED
 from smith.evals.recognition_mcp.sweep import run_sweep
-from smith.models.base import Generation, SamplingParams, parse_tool_calls
+from smith.models.base import Generation, SamplingParams
+from smith.models.chat_format import parse_tool_calls
 
 FIXTURES = Path(__file__).parent / "fixtures" / "recognition_mcp"
 PARAMS = SamplingParams(max_new_tokens=2048)

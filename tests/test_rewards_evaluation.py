@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from smith.models.base import Generation
 from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_direct, evaluate_with_model
 from smith.tasks import items
 from smith.toolspec import ToolSpec, spec_from_source
+
+from .conftest import fork_server_killer, mark
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "reference_tools"
@@ -196,6 +199,56 @@ def test_max_turns_bounds_the_conversation(hard, sandbox):
     assert len(backend.batches) == 2 and all(t.turns == 2 and len(t.calls) == 2 for t in res.traces)
     with pytest.raises(ValueError, match="max_turns"):
         evaluate_with_model(REFERENCE_SPEC, hard[:1], backend, sandbox, LIMITS, max_turns=0)
+
+
+# ---------------------------------------------------------------- sandbox faults are not rewards
+
+
+def marked_tool(question: str) -> ToolSpec:
+    """The reference tool, which on `question` marks its process and sleeps, so its fork server can be killed
+    during that call."""
+    code = (REFERENCE / "count_bits.py").read_text() + (
+        "\n\nimport time\n_solve = solve\n\n\ndef solve(question):\n"
+        f"    if question == {question!r}:\n" + mark(" " * 8)
+        + "        time.sleep(3)\n    return _solve(question)\n"
+    )
+    return spec(code)
+
+
+@pytest.mark.parametrize("evaluator", ["direct", "model"])
+def test_a_fork_server_killed_mid_call_is_retried_once_then_left_out(evaluator, hard, sandbox):
+    """Grading calls are pure: a call whose fork server dies (a real SIGKILL, mid-call) runs once more; when
+    that one dies too, the question leaves r_eval's denominator instead of scoring 0."""
+    questions = hard[:4]
+    tool = marked_tool(questions[1].question)
+
+    def evaluate():
+        if evaluator == "direct":
+            return evaluate_direct(tool, questions, sandbox, LIMITS)
+        return evaluate_with_model(tool, questions, ScriptedEvaluator(caller), sandbox, LIMITS)
+
+    with fork_server_killer(times=1) as killed:
+        res = evaluate()
+    assert len(killed) == 1
+    assert (res.r_eval, res.correct, res.k, res.faults) == (1.0, 4, 4, 0)  # the retry answered
+    with fork_server_killer(times=2) as killed:
+        res = evaluate()
+    assert len(killed) == 2
+    assert (res.r_eval, res.correct, res.k, res.faults) == (1.0, 3, 3, 1)  # left out, not 0
+    left_out = res.traces[1]
+    assert left_out.status == "fault" and "sandbox worker failed during the call" in left_out.error
+    assert [t.status for t in res.traces[::2]] == ["correct", "correct"]
+    assert sandbox.quiesce()  # both workers replaced
+    assert evaluate_direct(REFERENCE_SPEC, questions, sandbox, LIMITS).r_eval == 1.0
+
+
+def test_every_question_left_out_gives_no_r_eval(hard, sandbox):
+    """With every question left out the evaluation axis does not apply (NaN), like an unparsed judge reply."""
+    tool = marked_tool(hard[0].question)
+    with fork_server_killer(times=2):
+        res = evaluate_direct(tool, hard[:1], sandbox, LIMITS)
+    assert math.isnan(res.r_eval) and (res.correct, res.k, res.faults) == (0, 0, 1)
+    assert sandbox.quiesce()
 
 
 # ---------------------------------------------------------------- smith grade

@@ -12,15 +12,20 @@ import random
 import re
 
 import pytest
+from omegaconf import OmegaConf
 from transformers import AutoTokenizer
 
 from sandbox import Limits
-from smith.episodes import continuation_ids
+from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
 from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask
+from smith.rollout.prompts import inner_use_messages
 from smith.tasks import items
 from smith.toolspec import ToolSpec
+from smith.train.session import Session
+
+from .conftest import fork_server_killer, mark
 
 REVERSE = "def spell_backward(question: str) -> str:\n    return question.split(':')[-1].strip()[::-1]\n"
 SCHEMA = {"name": "spell_backward", "description": "Spells the word at the end of the question backward.",
@@ -132,6 +137,54 @@ def test_use_episode_wrong_call_then_right_call(tok, sandbox, bank):
     assert sum(s.mask) == len(s.mask) - sum(b - a for a, b in segments)
 
 
+def marked_reverse(question: str) -> str:
+    """REVERSE, but on `question` it marks its process and sleeps, so its fork server can be killed mid-call."""
+    head = "def spell_backward(question: str) -> str:\n"
+    slow = f"    if question == {question!r}:\n{mark(' ' * 8)}        time.sleep(3)\n"
+    return "import time\n" + REVERSE.replace(head, head + slow)
+
+
+def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_path):
+    """Fork servers killed mid-call (real SIGKILLs), twice per call: the build's question leaves r_eval instead of
+    scoring 0, the use episode's model is told the sandbox failed, and the step's metrics count both."""
+    task = build_task(bank)
+    with fork_server_killer(times=2):
+        ro = make(ScriptedBackend(tok, lambda ctx: response(marked_reverse(task.heldout[1].question), SCHEMA)),
+                  sandbox)
+        try:
+            (build,) = ro.run([task], [], random.Random(0))
+        finally:
+            ro.close()
+    assert build.rewards["evaluation"] == 1.0 and build.trace["evaluation"] == {"correct": 3, "k": 3, "faults": 1,
+                                                                                   "no_tool_call": 0}
+    item = bank[("spell_backward", "hard")][0]
+    pool = ToolPool()
+    pool.admit(PoolEntry("spell_backward", ToolSpec(marked_reverse(item.question), SCHEMA, "spell_backward"), 1.0))
+
+    def script(ctx: str) -> str:
+        if "<tool_response>" not in ctx:
+            call = {"name": "spell_backward", "arguments": {"question": item.question}}
+            return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+        return "I could not tell."
+
+    with fork_server_killer(times=2) as killed:
+        ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=3)
+        try:
+            (use,) = ro.run([], [UseTask("spell_backward", [], item)], random.Random(1))
+        finally:
+            ro.close()
+    assert len(killed) == 2 and [c["status"] for c in use.trace["calls"]] == ["fault"]
+    assert use.trace["sandbox_faults"] == 1
+    assert "error: the sandbox failed while running the tool, not the tool:" in tok.decode(use.completion_ids)
+    cfg = OmegaConf.create({"model": {"name_or_path": "tiny"}, "seed": 0,
+                            "evaluator": {"sync_every": 5, "kind": "direct"}, "judge": {"kind": "none"}})
+    session = Session(cfg, tmp_path, pool)
+    session.record([build, use])
+    assert session.step_metrics["sandbox_faults/evaluation"] == 1.0
+    assert session.step_metrics["sandbox_faults/use"] == 1.0
+    assert sandbox.quiesce()
+
+
 def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     item = bank[("spell_backward", "hard")][1]
 
@@ -147,6 +200,7 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     pool = ToolPool()
     task = UseTask("spell_backward", bank[("spell_backward", "easy")][:4], item, bank[("spell_backward", "hard")][2:6])
     ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5)
+    ro.s.max_completion_length = 1200  # the build, then the whole use prompt (system, tool block: ~530 tokens)
     try:
         (s,) = ro.run([], [task], random.Random(2))
     finally:
@@ -155,13 +209,20 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     assert s.rewards["format"] == 0.5 and s.rewards["evaluation"] == 1.0  # the inner build was graded
     assert s.rewards["use"] == pytest.approx(2 * (1 - 2 * 0.3 * 0.4))  # 2 use turns of 5: rho 0.4
     assert len(pool) == 1  # and admitted
+    # after the build, the episode goes on with the use prompt every use episode gets, its tools in the tool block
+    fmt = chat_format(tok)
+    use = fmt.render(inner_use_messages("spell_backward", item.question), [ToolSpec(REVERSE, SCHEMA, "spell_backward")
+                                                                           .openai_tool("spell_backward")])
+    built = s.completion_ids.index(fmt.end_of_turn) + 1
+    assert s.completion_ids[built:built + 1 + len(use)] == tok("\n")["input_ids"] + use
+    assert s.mask[built:built + 1 + len(use)] == [0] * (1 + len(use))
 
 
 def test_continuation_ids_match_the_template(tok):
     msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
     full = tok.apply_chat_template([*msgs, {"role": "tool", "content": "42"}], tokenize=False,
                                    add_generation_prompt=True)
-    ids = continuation_ids(tok, [{"role": "tool", "content": "42"}])
+    ids = chat_format(tok).continuation([{"role": "tool", "content": "42"}])
     assert full.endswith(tok.decode(ids))
 
 
@@ -250,7 +311,8 @@ def test_each_use_episode_has_its_own_token_budget(tok, sandbox, bank):
             return call
         # the long neighbour's first turn and tool response leave it 2 tokens: under one shared limit the
         # short episode would get 2 tokens for its answer too
-        fed = len(continuation_ids(tok, [{"role": "tool", "content": chatty.question.split(":")[-1].strip()[::-1]}]))
+        fed = len(chat_format(tok).continuation([{"role": "tool",
+                                                  "content": chatty.question.split(":")[-1].strip()[::-1]}]))
         return next(t for n in range(300) for m in range(8)
                     if len(tok(t := "thinking " * n + "." * m + call)["input_ids"]) + 1 + fed == 598)
 
@@ -299,7 +361,8 @@ def test_tasks_catalog_drives_items_and_scoring(tok, sandbox, tmp_path):
         "categories:\n  lcm_pairs:\n    group: Arithmetic\n    split: seen\n    dataset: lcm\n"
         "    easy: {min_numbers: 2, max_numbers: 2, min_value: 2, max_value: 20}\n"
         "    hard: {min_numbers: 2, max_numbers: 2, min_value: 100, max_value: 1000}\n"
-        "    measure: number(answer)\n    why: two numbers only.\n")
+        "    measure: number(answer)\n    why: two numbers only.\n"
+        "    full_marks: {check: equal, why: one integer.}\n")
     catalog = load_catalog(path)
     source = TaskSource(["lcm_pairs"], 4, 4, seed=0, cache_dir=str(tmp_path / "items"), bank_size=8,
                         catalog=catalog)

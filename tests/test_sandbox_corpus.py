@@ -17,7 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sandbox import Limits, Sandbox
+from sandbox import Limits, Sandbox, run_pure
+
+from .conftest import fork_server_killer, mark
 
 LIMITS = Limits(timeout_s=1.5, memory_mb=256, nproc=16, nofile=32, fsize_mb=8, output_bytes=4096)
 SECRET = f"s3cret-{uuid.uuid4().hex}"
@@ -588,8 +590,23 @@ def test_a_fork_server_dying_mid_call_never_runs_the_call_twice():
         if first.status == "ok":  # the process outlived its server and finished the call (not a re-run elsewhere)
             assert first.value == ["slow", uid]
         else:
-            assert first.status == "error" and "not retried" in first.error and first.seconds < 3
+            assert first.status == "fault" and "not retried" in first.error and first.seconds < 3  # not the tool's
         assert one.quiesce() and not server.is_running()
+
+
+def test_run_pure_reruns_a_faulted_call_once():
+    """A call whose fork server is killed mid-call is the sandbox's `fault`; `run_pure` (for pure calls) runs it
+    once more, and a second fault stays a fault. Both kills are real SIGKILLs of the fork server."""
+    code = f"import time\ndef tool(x):\n    if x == 'slow':\n{mark(' ' * 8)}        time.sleep(3)\n    return x\n"
+    with Sandbox(isolation="strict", workers=2) as box:
+        for times, status in ((1, "ok"), (2, "fault")):
+            with fork_server_killer(times) as killed:
+                results = run_pure(box, code, "tool", ["a", "slow", "b"], Limits(timeout_s=10))
+            assert len(killed) == times
+            assert [r.status for r in results] == ["ok", status, "ok"] and results[2].value == "b"
+        assert "the sandbox worker failed during the call" in results[1].error
+        assert box.quiesce()
+        assert [r.status for r in box.run(code, "tool", ["a"])] == ["ok"]
 
 
 # ---------------------------------------------------------------- output and return values

@@ -19,8 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandbox import Limits, RemoteSandbox, RemoteSandboxError
+from sandbox import Limits, RemoteSandbox, RemoteSandboxError, run_pure
 from sandbox.server import BadRequest, Bounds, _limits
+
+from .conftest import MARK, fork_server_killer, mark
 
 
 def _free_port() -> int:
@@ -131,6 +133,40 @@ def test_run_code_is_sandboxfusion_compatible(remote, http):
     assert forged["status"] == "Failed" and forged["run_result"]["status"] == "Error"  # a forged reply: no 5xx
     bad = http.post("/run_code", json={"code": "print(1)", "language": "cpp"})
     assert bad.status_code == 400 and "unsupported language" in bad.json()["error"]
+
+
+SLOW_MARKED = "import time\ndef f(x):\n" + mark(" " * 4) + (
+    "    time.sleep(3)\n    return x\n")
+
+
+def test_a_sandbox_fault_is_carried_over_http(server, remote):
+    """The service's fork server killed mid-call (a real SIGKILL): the result says `fault` over HTTP as it does
+    locally, `run_pure` reruns it, and SandboxFusion's /run_code answers SandboxError."""
+    with fork_server_killer(times=1) as killed:
+        results = remote.run(SLOW_MARKED, "f", [1], Limits(timeout_s=10))
+    assert len(killed) == 1 and results[0].status == "fault" and "not retried" in results[0].error
+    with fork_server_killer(times=1) as killed:
+        results = run_pure(remote, SLOW_MARKED, "f", [1], Limits(timeout_s=10))
+    assert len(killed) == 1 and [(r.status, r.value) for r in results] == [("ok", 1)]
+    with fork_server_killer(times=1) as killed:
+        fusion = remote.run_code(MARK + "import time\ntime.sleep(3)\n")
+    assert len(killed) == 1 and fusion["status"] == "SandboxError" and "not retried" in fusion["message"]
+
+
+def test_a_service_that_dies_mid_request_is_a_fault_not_the_tools():
+    """The HTTP service itself killed while a call runs: the client reports the call as `fault`."""
+    serving = _serve("--workers", "1")
+    url, proc = next(serving)
+    tree = psutil.Process(proc.pid).children(recursive=True)
+    with RemoteSandbox(url) as client:
+        timer = threading.Timer(1.0, proc.kill)
+        timer.start()
+        results = client.run(SLOW_MARKED, "f", [1, 2], Limits(timeout_s=10))
+        timer.join()
+    assert [r.status for r in results] == ["fault", "fault"] and "failed during the request" in results[0].error
+    assert proc.wait(timeout=10) == -9
+    psutil.wait_procs(tree, timeout=10)  # its workers die with it (bubblewrap's --die-with-parent)
+    assert not [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
 @pytest.mark.parametrize(

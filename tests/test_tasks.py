@@ -60,6 +60,7 @@ def test_catalog_entries_are_real_tasks_with_reasons_and_avoid_the_traps():
     for c in CATALOG.categories:
         assert c.dataset in DATASETS, f"{c.name}: not a reasoning-gym dataset"
         assert len(c.why) > 30, f"{c.name}: say why it is in"
+        assert len(c.full_marks_why) > 30, f"{c.name}: say why its full-marks check is enough"
         for band in ("easy", "hard"):
             reasoning_gym.create_dataset(c.dataset, size=1, seed=0, **c.config(band))  # a valid config
     # docs/architecture.md, "reasoning-gym": traps
@@ -80,6 +81,10 @@ def test_catalog_get_and_load_errors_are_clear(tmp_path):
         load_catalog(bad)
     with pytest.raises(ValueError, match="band 'medium' unknown"):
         CATALOG.get("lcm").config("medium")
+    unchecked = tmp_path / "unchecked.yaml"
+    unchecked.write_text(DEFAULT_PATH.read_text().replace("check: equal\n", "check: roughly\n", 1))
+    with pytest.raises(ValueError, match=r"'lcm' needs full_marks: \{check: one of \['antiderivative'"):
+        load_catalog(unchecked)
 
 
 def test_items_are_reproducible_prefix_stable_and_cached(tmp_path):

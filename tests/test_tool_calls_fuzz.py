@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from sandbox import Limits
 from smith.episodes import execute_tool_calls
-from smith.models.base import parse_tool_calls
+from smith.models.chat_format import parse_tool_calls
 from smith.pool import PoolEntry
 from smith.toolspec import ToolSpec
 

@@ -9,14 +9,15 @@ import pytest
 from transformers import AutoTokenizer
 
 from sandbox import Limits
+from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import ToolPool
 from smith.rewards.evaluation import evaluate_direct
 from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings
-from smith.rollout.prompts import build_messages
+from smith.rollout.prompts import build_messages, inner_use_messages
 from smith.tasks import items, load_catalog
 from smith.toolspec import parse_response
-from smith.train.warm import CATEGORIES, TOOLS, Demo, demo_tool, demonstrations, render
+from smith.train.warm import CATEGORIES, TOOLS, Demo, demo_tool, demonstrations, render, said
 
 MARKERS = {"lcm": "Least Common Multiple", "spell_backward": "Spell this word backward",
            "prime_factorization": "prime factorization"}
@@ -90,7 +91,7 @@ def test_build_demo_has_the_rollouts_token_layout(tok, sandbox, rg_cache):
     end-of-turn), with the loss on the completion only."""
     examples = items("lcm", "easy", 4, seed=0, cache_dir=str(rg_cache))
     text, _, _ = demo_tool("lcm", random.Random(0))
-    ids, labels = render(Demo(build_messages(examples), None, [(text, None)]), tok)
+    ids, labels = render(Demo(build_messages(examples), None, [(said(text), None)]), tok)
     ro = Rollout(ScriptedBackend(tok, lambda ctx: text), sandbox, Limits(timeout_s=2.0, memory_mb=256), ToolPool(),
                  RolloutSettings(max_completion_length=1000, evaluator="direct", judge="none"))
     try:
@@ -117,7 +118,9 @@ def test_use_demo_masks_tool_output_and_trains_the_answers(tok, demos):
             start = b
     assert len(runs) == 2
     call, answer = (tok.decode(ids[a:b]) for a, b in runs)
-    assert call == demo.turns[0][0] + tok.eos_token and answer == demo.turns[1][0] + tok.eos_token
+    fmt = chat_format(tok)
+    assert call == fmt.reply_text(demo.turns[0][0]) + tok.eos_token and call.startswith("<tool_call>\n{")
+    assert answer == demo.turns[1][0]["content"] + tok.eos_token
     masked = tok.decode(ids[runs[0][1]: runs[1][0]])
     assert "<tool_response>" in masked and demo.turns[0][1][0]["content"] in masked
 
@@ -130,9 +133,27 @@ def test_some_use_demos_guess_without_a_tool(tok, demos):
     assert 0.25 <= len(guesses) / len(uses) <= 0.55
     for d in guesses:
         (answer, follow), = d.turns
+        answer = answer["content"]
         assert follow is None and "<tool_call>" not in answer and answer in d.messages[-1]["content"]
         labels = render(d, tok)[1]
         assert tok.decode([x for x in labels if x != -100]) == answer + tok.eos_token
+
+
+def test_an_inner_build_demo_continues_into_the_use_prompt_as_the_rollout_does(tok, demos):
+    """The build reply, then the use prompt rendered afresh with the menu in the tool block (the chat format's
+    `follow_up`, which the rollout's inner build appends too), then the use turns; only the replies are trained."""
+    demo = next(d for d in demos[0] if d.then is not None)
+    fmt = chat_format(tok)
+    ids, labels = render(demo, tok)
+    head = fmt.render(demo.messages) + fmt.reply_ids(demo.turns[0][0])
+    follow = fmt.follow_up(demo.then.messages, demo.then.tools)
+    user = demo.then.messages[1]["content"]
+    name, question = user.split("`")[1], user.rsplit("\n\n", 1)[-1]
+    assert demo.then.messages == inner_use_messages(name, question)
+    assert name in [t["function"]["name"] for t in demo.then.tools]
+    assert ids[:len(head) + len(follow)] == head + follow
+    assert labels[len(head):len(head) + len(follow)] == [-100] * len(follow)
+    assert "<tools>" in tok.decode(follow) and labels[len(head) + len(follow)] != -100
 
 
 def test_unusable_model_dir_is_a_one_line_error(tmp_path):

@@ -3,7 +3,8 @@
 The training rollout (use episodes), the model-based evaluator and the rg evaluation all run the same state
 machine: generate a reply for every open episode in one batch -> read its tool calls -> run them (sandbox) ->
 feed the outputs back -> ... until a reply without calls (the answer), the turn limit or the episode's own
-token budget. Two renderings of the same episode:
+token budget. Replies are read, and outputs fed back, in the backend's chat format (`smith.models.chat_format`:
+the model family's tool-call syntax, reasoning left out). Two renderings of the same episode:
 
 - token level (training): the episode's transcript holds prompt ids, completion ids, the sampled tokens'
   log-probs and the loss mask (tool outputs are appended with mask 0); the policy continues the ids. Each
@@ -21,17 +22,16 @@ one sandbox batch.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from smith.models.base import Generation, ParsedToolCalls, SamplingParams, parse_tool_calls
+from sandbox import FAULT, run_pure
+from smith.models.base import Generation, SamplingParams
+from smith.models.chat_format import ParsedToolCalls, Reply, ReplyFormat, format_of
 from smith.toolspec import ToolSpec
-
-_TOOL_BLOCK = re.compile(r"<tool_call>.*?(</tool_call>|$)", re.S)
 
 # What a turn-limited episode does with its last reply when that reply calls tools:
 #   "end": stop there (training: nothing would read the outputs);
@@ -65,6 +65,7 @@ class Episode:
     turns: int = 0
     calls: list[dict[str, Any]] = field(default_factory=list)
     final: str | None = None  # the reply that answered (no tool call)
+    reply: Reply | None = None  # that reply as its chat format reads it
     end: str | None = None  # None while open; then "answer", "turns", "budget", or a caller's reason
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -89,28 +90,8 @@ class Episode:
 
     @property
     def answer(self) -> str | None:
-        return None if self.final is None else final_answer(self.final)
-
-
-def final_answer(text: str) -> str:
-    """The answer in a final assistant turn: tool-call blocks and think blocks removed, `Answer:` honoured."""
-    text = _TOOL_BLOCK.sub("", re.sub(r"<think>.*?</think>", "", text, flags=re.S)).strip()
-    if "answer:" in text.lower():
-        text = re.split(r"(?i)answer:", text)[-1]
-    return text.strip().strip("`").strip()
-
-
-def continuation_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
-    """Tokens the chat template puts after an assistant turn's end-of-turn token when `messages` follow,
-    up to the next assistant header (TRL's `_get_tool_suffix_ids` idea; needs a prefix-preserving template)."""
-    base = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
-    a = tokenizer.apply_chat_template(base, tokenize=False)
-    b = tokenizer.apply_chat_template(base + messages, tokenize=False, add_generation_prompt=True)
-    if not b.startswith(a):
-        raise ValueError("the chat template is not prefix-preserving; multi-turn episodes need one")
-    eos = tokenizer.eos_token
-    tail = a[a.rindex(eos) + len(eos) :] if eos and eos in a else ""
-    return tokenizer(tail + b[len(a) :], add_special_tokens=False)["input_ids"]
+        """The final reply's answer (reasoning and tool calls removed, `Answer:` honoured)."""
+        return None if self.reply is None else self.reply.answer
 
 
 def clip_generation(g: Generation, max_new_tokens: int, tokenizer: Any) -> Generation:
@@ -127,7 +108,7 @@ def execute_tool_calls(
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """Run one turn's parsed tool calls against `menu` (name -> entry with `tool`, a ToolSpec, and
     `category`) in the sandbox. Every failure (malformed call, unknown tool, bad arguments, a raising tool)
-    becomes text fed back to the model, never an exception."""
+    becomes text fed back to the model, never an exception; a sandbox fault is retried once (`run_pure`)."""
     outs = [f"error: {e}" for e in parsed.errors]
     records: list[dict[str, Any]] = [{"status": "malformed", "error": e} for e in parsed.errors]
     for call in parsed.calls:
@@ -138,11 +119,13 @@ def execute_tool_calls(
             outs.append(f"error: unknown tool '{name}'; available: {', '.join(menu)}")
             record["status"] = "unknown_tool"
         else:
-            r = sandbox.run(entry.tool.code, entry.tool.function_name, [call.arguments], limits=limits)[0]
+            r = run_pure(sandbox, entry.tool.code, entry.tool.function_name, [call.arguments], limits)[0]
             record.update(status=r.status, category=entry.category)
             if r.status == "ok":
                 out = r.value if isinstance(r.value, str) else json.dumps(r.value)
                 record["output"] = out
+            elif r.status == FAULT:  # twice: the machine's failure, told as such
+                out = f"error: the sandbox failed while running the tool, not the tool: {r.error or ''}".strip()
             else:
                 out = f"error: {r.status}: {r.error or ''}".strip()
             outs.append(out[:max_chars])
@@ -182,6 +165,7 @@ def play(
     if max_turns < 1:
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
     lock = lock or nullcontext()
+    fmt = format_of(backend)
     for turn in range(max_turns):
         for e in episodes:
             if e.end is None and e.room is not None and e.room <= 0:  # e.g. an inner build used the budget
@@ -193,19 +177,20 @@ def play(
             gens = _generate(active, backend, params)
         pending: list[tuple[Episode, ParsedToolCalls]] = []
         for e, g in zip(active, gens, strict=True):
-            parsed = _take_reply(e, g, turn)
+            reply = _take_reply(e, g, turn, fmt)
+            parsed = reply.tool_calls
             if e.room is not None and g.finish_reason == "length":
                 e.end = "budget"
             elif not e.menu or not (parsed.calls or parsed.errors):
-                e.final, e.end = g.text, "answer"
+                e.final, e.reply, e.end = g.text, reply, "answer"
             elif turn == max_turns - 1 and last_turn != "run":
                 e.end = "turns"
                 if last_turn == "answer":
-                    e.final = g.text
+                    e.final, e.reply = g.text, reply
             else:
                 pending.append((e, parsed))
         for (e, parsed), outs in zip(pending, execute(pending) if pending else [], strict=True):
-            _feed_back(e, parsed, outs, backend, turn)
+            _feed_back(e, parsed, outs, fmt, turn)
             if e.room is not None and e.room <= 0:
                 e.end = "budget"
             elif turn == max_turns - 1:
@@ -222,21 +207,24 @@ def _generate(active: list[Episode], backend: Any, params: SamplingParams) -> li
     return backend.chat([e.transcript for e in active], [e.tools for e in active], params)
 
 
-def _take_reply(e: Episode, g: Generation, turn: int) -> ParsedToolCalls:
+def _take_reply(e: Episode, g: Generation, turn: int, fmt: ReplyFormat) -> Reply:
+    """Record one reply; its tool calls are read in the backend's chat format, reasoning left out."""
     e.turns += 1
     e.prompt_tokens += g.prompt_tokens
     e.completion_tokens += g.completion_tokens
-    parsed = parse_tool_calls(g.text)
+    reply = fmt.parse(g.text)
     if not e.message_level:
         e.transcript.extend(g.completion_ids, g.logprobs, trained=True)
     else:
-        e.transcript.append(_assistant_message(g.text, parsed, turn))
-    return parsed
+        e.transcript.append(fmt.assistant_message(reply, turn))
+    return reply
 
 
-def _feed_back(e: Episode, parsed: ParsedToolCalls, outs: list[str], backend: Any, turn: int) -> None:
+def _feed_back(e: Episode, parsed: ParsedToolCalls, outs: list[str], fmt: Any, turn: int) -> None:
+    """Outputs back to the model: token level through the format's continuation (a ChatFormat: the backend has a
+    tokenizer), message level as tool messages answering the calls' ids."""
     if not e.message_level:
-        ids = continuation_ids(backend.tokenizer, [{"role": "tool", "content": o} for o in outs])
+        ids = fmt.continuation([{"role": "tool", "content": o} for o in outs])
         e.transcript.extend(ids, None, trained=False)
         return
     n_err = len(parsed.errors)
@@ -245,11 +233,3 @@ def _feed_back(e: Episode, parsed: ParsedToolCalls, outs: list[str], backend: An
     if n_err:  # an unreadable call has no id to answer: say so in a user turn
         e.transcript.append({"role": "user", "content": f"Your tool call could not be read: {parsed.errors[0]}"})
 
-
-def _assistant_message(text: str, parsed: ParsedToolCalls, turn: int) -> dict[str, Any]:
-    if not parsed.calls:
-        return {"role": "assistant", "content": text}
-    return {"role": "assistant", "content": text.split("<tool_call>")[0].strip(),
-            "tool_calls": [{"id": f"call_{turn}_{j}", "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments}}
-                           for j, c in enumerate(parsed.calls)]}

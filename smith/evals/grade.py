@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from smith.rewards.evaluation import evaluate_direct
@@ -45,7 +46,8 @@ def grade_cli(args: argparse.Namespace) -> None:
         "function": spec.function_name,
         "k": result.k,
         "correct": result.correct,
-        "r_eval": result.r_eval,
+        "r_eval": None if math.isnan(result.r_eval) else result.r_eval,  # NaN: every question left out
+        "faults": result.faults,
         "questions": [
             {
                 "id": t.item_id,

@@ -26,16 +26,8 @@ from typing import Any
 
 from smith.config import ModelConfig
 from smith.errors import ConfigError
-from smith.models.base import (
-    ChatBackend,
-    Generation,
-    Message,
-    ParsedToolCalls,
-    SamplingParams,
-    Tool,
-    ToolCall,
-    parse_tool_calls,
-)
+from smith.models.base import ChatBackend, Generation, Message, SamplingParams, Tool
+from smith.models.chat_format import ParsedToolCalls, ToolCall, parse_tool_calls
 from smith.models.real import REAL_SPEC
 
 __all__ = [
@@ -152,8 +144,9 @@ def openai_target(spec: str) -> tuple[str, str]:
 
 def check_spec(spec: str, cfg: Any = None, what: str = "model") -> None:
     """Refuse a SPEC that cannot load before anything loads (the setting `what` names it in the message): a
-    malformed form, a missing directory, an endpoint that refuses or does not serve the model. Cheap: it reads
-    small JSON files and asks an endpoint for its model list; `tiny` and `smollm2-135m` are built later, by the run."""
+    malformed form, a missing directory, an endpoint that refuses or does not serve the model, a chat template
+    smith cannot play episodes with. Cheap: it reads the tokenizer and small JSON files and asks an endpoint for
+    its model list; `tiny` and `smollm2-135m` are built later, by the run."""
     spec = spec.strip()
     if spec.startswith("openai:"):
         from smith.models.openai import check_endpoint
@@ -171,7 +164,22 @@ def check_spec(spec: str, cfg: Any = None, what: str = "model") -> None:
 
         gguf_file()  # the package is there; the build itself comes later, with the run
     elif target != "tiny":
-        resolve_model(target, cfg)
+        check_chat_format(*resolve_model(target, cfg))
+
+
+def check_chat_format(base: str, adapter: str | None = None) -> None:
+    """Refuse, in one line, a model whose chat template cannot play smith's multi-turn tool episodes (see
+    smith.models.chat_format); the tokenizer is the adapter's when it has one, as the backends load it."""
+    from transformers import AutoTokenizer
+
+    from smith.models.chat_format import chat_format
+
+    where = adapter if adapter and (Path(adapter) / "tokenizer_config.json").is_file() else base
+    try:
+        tok = AutoTokenizer.from_pretrained(where, local_files_only=True)
+    except (OSError, ValueError):  # no tokenizer files to read: the backend's own load says what is missing
+        return
+    chat_format(tok)
 
 
 def load_backend(spec: str, cfg: Any = None) -> ChatBackend:

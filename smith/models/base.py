@@ -6,15 +6,10 @@ test double drops in without touching them (docs/architecture.md, "Layout and la
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-Message = dict[str, Any]
-Tool = dict[str, Any]
-
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+from smith.models.chat_format import ChatFormat, Message, Tool, chat_format
 
 
 @dataclass
@@ -61,17 +56,19 @@ def tool_lists(conversations: list[list[Message]], tools: list[list[Tool] | None
 
 
 class TokenBackend:
-    """Shared half of the backends that generate from token ids (hf, vllm, scripted, TRL's vLLM): the chat
-    template renders a conversation, `continue_ids` (the subclass) generates from the ids."""
+    """Shared half of the backends that generate from token ids (hf, vllm, scripted, TRL's vLLM): the
+    tokenizer's chat format (smith.models.chat_format) renders a conversation, `continue_ids` (the subclass)
+    generates from the ids."""
 
     tokenizer: Any
-    chat_template_kwargs: dict[str, Any] = {}  # noqa: RUF012  (read-only default; instances may set their own)
+
+    @property
+    def chat_format(self) -> ChatFormat:
+        return chat_format(self.tokenizer)
 
     def render(self, conversation: list[Message], tools: list[Tool] | None = None) -> list[int]:
-        """The exact prompt ids: the tokenizer's chat template with `tools`, ending in the assistant header."""
-        enc = self.tokenizer.apply_chat_template(conversation, tools=tools or None, add_generation_prompt=True,
-                                                 tokenize=True, return_dict=True, **self.chat_template_kwargs)
-        return list(enc["input_ids"])
+        """The exact prompt ids: the chat format's rendering with `tools`, ending in the assistant header."""
+        return self.chat_format.render(conversation, tools)
 
     def continue_ids(self, prompts: Any, params: SamplingParams | None = None, **kwargs: Any) -> list[Generation]:
         raise NotImplementedError
@@ -85,48 +82,3 @@ class TokenBackend:
     ) -> list[Generation]:
         prompts = [self.render(c, t) for c, t in zip(conversations, tool_lists(conversations, tools), strict=True)]
         return self.continue_ids(prompts, params, **kwargs)
-
-
-@dataclass
-class ToolCall:
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass
-class ParsedToolCalls:
-    calls: list[ToolCall]
-    errors: list[str]
-
-
-def parse_tool_calls(text: str) -> ParsedToolCalls:
-    """Qwen3/Hermes-style `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks.
-
-    A malformed block becomes an error string (fed back to the model), never an exception.
-    """
-    calls: list[ToolCall] = []
-    errors: list[str] = []
-    for body in _TOOL_CALL.findall(text):
-        try:
-            obj = json.loads(body)
-        except json.JSONDecodeError as e:
-            errors.append(f"tool call is not valid JSON: {e.msg}")
-            continue
-        except RecursionError:  # thousands of nested brackets exhaust the parser's stack
-            errors.append("tool call is nested too deeply")
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-            errors.append('tool call must be an object with a string "name"')
-            continue
-        args = obj.get("arguments", {})
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except (json.JSONDecodeError, RecursionError):
-                errors.append("tool call arguments are not a JSON object")
-                continue
-        if not isinstance(args, dict):
-            errors.append("tool call arguments are not a JSON object")
-            continue
-        calls.append(ToolCall(obj["name"], args))
-    return ParsedToolCalls(calls, errors)

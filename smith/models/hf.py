@@ -74,7 +74,6 @@ class HFBackend(TokenBackend):
         name: str | None = None,
         batch_size: int | None = None,
         adapter: Any = ACTIVE,
-        chat_template_kwargs: dict[str, Any] | None = None,
         progress: bool | None = None,
     ) -> None:
         """`adapter`: the default for every call -- ACTIVE (model as is), None (adapters off), or a PEFT name.
@@ -85,7 +84,6 @@ class HFBackend(TokenBackend):
         self.name = name or str(getattr(model, "name_or_path", "hf"))
         self.batch_size = batch_size
         self.adapter = adapter
-        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.eos_ids = eos_ids_of(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids))
@@ -116,8 +114,7 @@ class HFBackend(TokenBackend):
     def with_adapter(self, adapter: str | None, name: str | None = None) -> HFBackend:
         """A view that shares the weights and generates with `adapter` (None: the base model, adapters off)."""
         view = HFBackend(self.model, self.tokenizer, name=name or f"{self.name}:{adapter or 'base'}",
-                         batch_size=self.batch_size, adapter=adapter, chat_template_kwargs=self.chat_template_kwargs,
-                         progress=self.progress)
+                         batch_size=self.batch_size, adapter=adapter, progress=self.progress)
         view.eos_ids, view.pad_id = self.eos_ids, self.pad_id
         return view
 

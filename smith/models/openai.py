@@ -1,9 +1,10 @@
 """`openai`: any OpenAI-compatible chat endpoint (a vLLM server, `transformers serve`, smith's own
 `smith.models.serve`, a hosted judge) behind the same ChatBackend interface, through the `openai` SDK.
 
-Replies with structured `tool_calls` are turned back into Qwen3 `<tool_call>` text so every caller parses
-tool calls one way (`parse_tool_calls`); outgoing transcripts that carry `<tool_call>` text are turned into
-structured `tool_calls` with ids, as strict endpoints require. Requests of one batch run concurrently (the
+Replies with structured `tool_calls` are turned back into Hermes `<tool_call>` text, so the backend's chat format
+is `smith.models.chat_format.ENDPOINT` (the endpoint parsed the model's own syntax already); outgoing
+transcripts that carry `<tool_call>` text are turned into structured `tool_calls` with ids, as strict endpoints
+require. Requests of one batch run concurrently (the
 SDK client is synchronous, so a thread pool); timeouts and retries are the SDK's own (429, 408, 409, 5xx,
 timeouts and connection errors, exponential backoff with jitter, `Retry-After` honoured); `meter` sums
 `usage` and counts the SDK's retries from its `x-stainless-retry-count` request header.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,9 +28,9 @@ from openai.types.chat import ChatCompletion
 
 from smith.config import OpenAIConfig
 from smith.errors import ConfigError
-from smith.models.base import Generation, Message, SamplingParams, Tool, parse_tool_calls, tool_lists
+from smith.models.base import Generation, Message, SamplingParams, Tool, tool_lists
+from smith.models.chat_format import ENDPOINT
 
-_TOOL_BLOCK = re.compile(r"\s*<tool_call>.*?(?:</tool_call>|$)", re.S)
 _NO_KEY = "no-key"  # the placeholder; never sent (see the module docstring)
 # the statuses the SDK retries besides 5xx (its README, "Retries"); other 4xx fail at the first answer
 _RETRIED_STATUS = frozenset({408, 409, 429})
@@ -73,7 +73,7 @@ class OpenAIGeneration(Generation):
 
 
 def tool_call_text(name: str, arguments: Any) -> str:
-    """One Qwen3 `<tool_call>` block; arguments that are not valid JSON stay a string (parse reports it)."""
+    """One Hermes `<tool_call>` block; arguments that are not valid JSON stay a string (parse reports it)."""
     if isinstance(arguments, str):
         with contextlib.suppress(json.JSONDecodeError):
             arguments = json.loads(arguments)
@@ -92,7 +92,7 @@ def to_openai_messages(conversation: list[Message]) -> list[Message]:
             counter += len(msg["tool_calls"])
             pending = [tc["id"] for tc in msg["tool_calls"]]
         elif msg.get("role") == "assistant" and "<tool_call>" in (msg.get("content") or ""):
-            parsed = parse_tool_calls(msg["content"])
+            parsed = ENDPOINT.parse(msg["content"])
             if parsed.calls and not parsed.errors:
                 msg["tool_calls"] = [
                     {"id": f"call_{counter + i}", "type": "function",
@@ -101,7 +101,7 @@ def to_openai_messages(conversation: list[Message]) -> list[Message]:
                 ]
                 counter += len(parsed.calls)
                 pending = [tc["id"] for tc in msg["tool_calls"]]
-                msg["content"] = _TOOL_BLOCK.sub("", msg["content"]).strip() or None
+                msg["content"] = parsed.content or None
         elif msg.get("role") == "tool" and "tool_call_id" not in msg and pending:
             msg["tool_call_id"] = pending.pop(0)
         out.append(msg)
@@ -157,6 +157,8 @@ class OpenAIBackend:
     `max_retries` and `timeout_s` go to the SDK. `seed` s becomes s + i for conversation i so a batch of
     identical prompts (a GRPO group) still gives different samples, as vLLM seeds per request.
     """
+
+    chat_format = ENDPOINT  # replies' structured tool calls come back as Hermes text
 
     def __init__(
         self,

@@ -6,12 +6,24 @@ the text -- token ids, masks, the sandbox, rewards, the trainer's loss -- is the
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from smith.models.base import Generation, SamplingParams, TokenBackend
 
-Script = Callable[[str], str]  # decoded prompt so far -> the next assistant text (without end-of-turn)
+# (decoded prompt so far) -> the next assistant text (without end-of-turn); a script with a second parameter also
+# gets the backend's chat format, to write tool calls in the model family's syntax
+Script = Callable[..., str]
+
+
+def _positional(script: Script) -> int:
+    """How many arguments a script requires (a builtin without a signature takes the context alone)."""
+    try:
+        params = inspect.signature(script).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
 
 
 class ScriptedBackend(TokenBackend):
@@ -22,16 +34,18 @@ class ScriptedBackend(TokenBackend):
         self.script = script
         self.name = name
         self.calls: list[str] = []
+        self._with_format = _positional(script) > 1
 
     def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
                      **_: Any) -> list[Generation]:
         params = params or SamplingParams()
+        fmt = self.chat_format
         out = []
         for p in prompts:
             context = self.tokenizer.decode(list(p))
             self.calls.append(context)
-            text = self.script(context)
-            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+            text = self.script(context, fmt) if self._with_format else self.script(context)
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [fmt.end_of_turn]
             finish = "stop"
             if len(ids) > params.max_new_tokens:
                 ids, finish = ids[: params.max_new_tokens], "length"

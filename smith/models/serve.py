@@ -2,8 +2,9 @@
 
 Why: suites that need an endpoint (BFCL, external judges, the openai backend's own tests) get one from
 smith itself, serving a local model, a LoRA checkpoint or the tiny model. Tool calls in the model's text
-(Qwen3 `<tool_call>` blocks) are returned as structured `tool_calls`, as vLLM's hermes parser does; a
-reply with a malformed block is returned as plain text. Requests are served one at a time (a local
+(in its family's syntax, read by its chat format: Qwen's `<tool_call>` blocks, Granite's `<|tool_call|>`, ...)
+are returned as structured `tool_calls`, as vLLM's tool parsers do; a reply with a malformed call is returned
+as plain text. Requests are served one at a time (a local
 model is one device); no streaming, n = 1.
 
     python -m smith.models.serve --model SPEC --port N [--host 127.0.0.1] [--name NAME]
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import socket
 import threading
 import time
@@ -24,18 +24,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from smith.models.base import ChatBackend, Generation, SamplingParams, parse_tool_calls
+from smith.models.base import ChatBackend, Generation, SamplingParams
+from smith.models.chat_format import ENDPOINT, ReplyFormat, format_of
 
-_TOOL_BLOCK = re.compile(r"\s*<tool_call>.*?(?:</tool_call>|$)", re.S)
 
-
-def completion_body(gen: Generation, model: str, tokenizer: Any = None, logprobs: bool = False) -> dict[str, Any]:
-    """The OpenAI `chat.completion` object for one Generation."""
-    parsed = parse_tool_calls(gen.text)
+def completion_body(gen: Generation, model: str, tokenizer: Any = None, logprobs: bool = False,
+                    fmt: ReplyFormat = ENDPOINT) -> dict[str, Any]:
+    """The OpenAI `chat.completion` object for one Generation, its tool calls read in `fmt` (the backend's)."""
+    parsed = fmt.parse(gen.text)
     message: dict[str, Any] = {"role": "assistant", "content": gen.text}
     finish = gen.finish_reason
     if parsed.calls and not parsed.errors:
-        message["content"] = _TOOL_BLOCK.sub("", gen.text).strip() or None
+        message["content"] = parsed.content or None
         message["tool_calls"] = [
             {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
              "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
@@ -140,7 +140,8 @@ def build_app(backend: ChatBackend, name: str | None = None, max_tokens: int = 1
             gen = await run_in_threadpool(generate, body.messages, body.tools or None, body.params(max_tokens))
         except Exception as e:  # the backend's failure is the client's 500, never a dead server
             return _error(500, f"{type(e).__name__}: {e}", "server_error")
-        return JSONResponse(completion_body(gen, model_id, getattr(backend, "tokenizer", None), body.logprobs))
+        return JSONResponse(completion_body(gen, model_id, getattr(backend, "tokenizer", None), body.logprobs,
+                                            format_of(backend)))
 
     return Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),

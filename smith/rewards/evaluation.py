@@ -12,6 +12,11 @@ A built tool is graded on K hard-band questions its writer never saw answered. T
   single string parameter; the call's output is graded the same way. Deterministic; used by
   `smith grade` (smith.evals.grade) and for fast CPU runs.
 
+A sandbox fault (the sandbox's own failure, status "fault", never the tool's) is not a reward: grading calls
+are pure functions of the question, so a faulted call is run once more (`sandbox.run_pure`), and a question
+whose call faults again is left out of r_eval's denominator (`EvalResult.faults` counts it; r_eval is NaN,
+an axis that does not apply, when every question was left out).
+
 Per-question traces (status, graded answer, expected answer, error, calls) are returned for logs only;
 nothing in them reaches the policy.
 """
@@ -19,11 +24,13 @@ nothing in them reaches the policy.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from sandbox import FAULT, run_pure
 from smith.config import EvaluatorConfig
 from smith.episodes import Episode, Executor, MenuTool, play
 from smith.models.base import ChatBackend, SamplingParams
@@ -40,7 +47,8 @@ MAX_TOOL_OUTPUT_CHARS = 4000  # what is fed back to the evaluator (the graded ou
 
 @dataclass
 class QuestionTrace:
-    """How one question went. status: correct | wrong | error | timeout | limit | no_tool_call | unsupported."""
+    """How one question went. status: correct | wrong | error | timeout | limit | no_tool_call | unsupported |
+    fault (the sandbox failed twice: left out of r_eval)."""
 
     item_id: str
     status: str
@@ -59,8 +67,9 @@ class QuestionTrace:
 class EvalResult:
     r_eval: float
     correct: int
-    k: int
+    k: int  # the questions graded: r_eval's denominator, without those `faults` left out
     traces: list[QuestionTrace]
+    faults: int = 0
 
 
 def output_text(value: Any) -> str:
@@ -86,8 +95,10 @@ def direct_parameter(spec: ToolSpec) -> str | None:
 def _result(traces: list[QuestionTrace]) -> EvalResult:
     if not traces:
         raise ValueError("no questions to evaluate; pass at least one item")
-    correct = sum(t.status == "correct" for t in traces)
-    return EvalResult(correct / len(traces), correct, len(traces), traces)
+    graded = [t for t in traces if t.status != FAULT]
+    correct = sum(t.status == "correct" for t in graded)
+    r_eval = correct / len(graded) if graded else math.nan
+    return EvalResult(r_eval, correct, len(graded), traces, len(traces) - len(graded))
 
 
 def _grade(item: Item, answer: str, trace: QuestionTrace, catalog: Catalog | None) -> None:
@@ -105,7 +116,7 @@ def evaluate_direct(spec: ToolSpec, items: list[Item], sandbox: Any, limits: Any
     if param is None:
         why = "direct evaluation needs exactly one required string parameter"
         return _result([QuestionTrace(it.id, "unsupported", expected=it.answer, error=why) for it in items])
-    results = sandbox.run(spec.code, spec.function_name, [{param: it.question} for it in items], limits=limits)
+    results = run_pure(sandbox, spec.code, spec.function_name, [{param: it.question} for it in items], limits)
     traces = []
     for it, res in zip(items, results, strict=True):
         trace = QuestionTrace(it.id, res.status, expected=it.answer, error=res.error, seconds=res.seconds, turns=1)
@@ -141,7 +152,7 @@ def _schema_executor(spec: ToolSpec, name: str, sandbox: Any, limits: Any, grade
                     fed.append(f"error: {problem}")
             outs.append(fed)
         if pending:
-            results = sandbox.run(spec.code, spec.function_name, [p[3]["arguments"] for p in pending], limits=limits)
+            results = run_pure(sandbox, spec.code, spec.function_name, [p[3]["arguments"] for p in pending], limits)
             for (fed, slot, episode, record), res in zip(pending, results, strict=True):
                 record.update(status=res.status, error=res.error, seconds=res.seconds)
                 if res.status == "ok":
@@ -179,7 +190,10 @@ def evaluate_with_model(
     for i, (it, e) in enumerate(zip(items, episodes, strict=True)):
         trace = QuestionTrace(it.id, "no_tool_call", expected=it.answer, calls=e.calls, turns=e.turns,
                               seconds=sum(c.get("seconds", 0.0) for c in e.calls))
-        if i in graded:
+        faulted = [c for c in e.calls if c.get("status") == FAULT]
+        if faulted:  # the evaluator saw the sandbox fail: the question cannot be graded
+            trace.status, trace.error = FAULT, faulted[0]["error"]
+        elif i in graded:
             _grade(it, graded[i], trace, catalog)
         elif e.calls:
             trace.status = "error"

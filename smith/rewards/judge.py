@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from smith.models.chat_format import without_reasoning
 from smith.toolspec import ParseResult, Reason, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,6 @@ _ALIASES = {
     "overall": r"overall(?:[ _-]?(?:quality|score))?",
 }
 _FIELD = {k: re.compile(rf"{a}[\"'*\s]*[:=]\s*[\"*]*{_NUMBER}", re.I) for k, a in _ALIASES.items()}
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S)
 
 
 def _unit(value: float, denominator: float | None) -> float | None:
@@ -85,10 +85,10 @@ def _unit(value: float, denominator: float | None) -> float | None:
 
 def parse_judge_reply(text: str) -> JudgeScores | None:
     """The three scores from a judge reply (a JSON object, or `key: value` lines; the last occurrence of
-    each key wins, reasoning inside <think> is skipped), or None if any score is missing or out of range."""
+    each key wins, the judge's reasoning is skipped), or None if any score is missing or out of range."""
     if not isinstance(text, str):
         return None
-    text = _THINK.sub("", text)
+    text = without_reasoning(text)
     found: dict[str, float] = {}
     for key, pattern in _FIELD.items():
         matches = pattern.findall(text)

@@ -8,7 +8,6 @@ token-level episodes of the one tool loop, `smith.episodes.play`.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import threading
@@ -18,16 +17,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox import FAULT
 from smith.config import DapoConfig, EvaluatorConfig, JudgeConfig, PoolConfig, UseConfig
-from smith.episodes import Episode, continuation_ids, menu_executor, play
+from smith.episodes import Episode, menu_executor, play
 from smith.models.base import SamplingParams
+from smith.models.chat_format import without_reasoning
 from smith.pool import PoolEntry, ToolPool, menu_names
 from smith.rewards import AXES
 from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
 from smith.rewards.format import format_reward
 from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
 from smith.rewards.use import correctness_reward
-from smith.rollout.prompts import INNER_BUILD_DONE, build_messages, use_messages
+from smith.rollout.prompts import build_messages, inner_use_messages, use_messages
 from smith.tasks import Catalog, load_catalog, score
 from smith.toolspec import Reason, parse_response
 
@@ -91,12 +92,6 @@ class RolloutSettings:
     judge_max_new_tokens: int = JudgeConfig.max_new_tokens
     menu_size: int = PoolConfig.menu_size  # tools a use prompt shows; with a retriever, a larger pool is shortlisted
     source_run: str = ""  # the run directory's name (run state, not a setting)
-
-
-def inner_build_message(menu: dict[str, PoolEntry], name: str, question: str) -> str:
-    """The user turn after an inner build: the new tool's callable name, the question, and the tool list."""
-    listing = "\n".join(json.dumps(e.tool.openai_tool(n)) for n, e in menu.items())
-    return INNER_BUILD_DONE.format(name=name, question=question) + f"\n\n<tools>\n{listing}\n</tools>"
 
 
 class Rollout:
@@ -176,7 +171,9 @@ class Rollout:
         return samples, futures
 
     def grade_build(self, task: BuildTask, text: str, trace: dict[str, Any], parsed: Any = None) -> dict[str, float]:
-        """Format, evaluation and judge rewards of one build response; admits the tool when r_eval > 0."""
+        """Format, evaluation and judge rewards of one build response (its reasoning left out); admits the tool
+        when r_eval > 0."""
+        text = without_reasoning(text)
         parsed = parsed or parse_response(text)
         trace["parse"] = {"ok": parsed.ok, "reason": str(parsed.reason), "detail": parsed.detail}
         judged = self.s.judge != "none"
@@ -196,7 +193,8 @@ class Rollout:
             with self._model_lock:
                 ev = evaluate_with_model(spec, task.heldout, self.evaluator, self.sandbox, limits=self.limits,
                                          max_turns=self.s.evaluator_max_turns, catalog=self.catalog)
-        trace["evaluation"] = {"correct": ev.correct, "k": ev.k}
+        trace["evaluation"] = {"correct": ev.correct, "k": ev.k, "faults": ev.faults,
+                               "no_tool_call": sum(t.status == "no_tool_call" for t in ev.traces)}
         r_judge = self._judge(parsed, text, trace) if judged else NAN
         if ev.r_eval > 0:
             entry = PoolEntry(task.category, spec, ev.r_eval, None if math.isnan(r_judge) else r_judge,
@@ -269,12 +267,12 @@ class Rollout:
         samples = [e.transcript for e in episodes]
         with self._model_lock:
             gens = self.policy.continue_ids([s.prompt_ids for s in samples], self._params(self.s.max_completion_length))
-        tok = self.policy.tokenizer
+        fmt = self.policy.chat_format
         for s, e, g in zip(samples, episodes, gens, strict=True):
             t = e.key
             s.extend(g.completion_ids, g.logprobs, trained=True)
             s.trace["inner_build"] = {"response": g.text}
-            parsed = parse_response(g.text)
+            parsed = parse_response(without_reasoning(g.text))
             s.rewards.update(self.grade_build(BuildTask(t.category, t.examples, t.heldout), g.text, s.trace, parsed))
             if g.finish_reason == "length" or not parsed.ok:
                 e.end = "budget" if g.finish_reason == "length" else "no_tool"
@@ -286,8 +284,8 @@ class Rollout:
             rng.shuffle(tools)
             e.menu = menu_names(tools)
             name = next(n for n, entry in e.menu.items() if entry is own)
-            msg = inner_build_message(e.menu, name, t.item.question)
-            s.extend(continuation_ids(tok, [{"role": "user", "content": msg}]), None, trained=False)
+            # the use prompt every use episode gets (its tools in the template's tool block), rendered afresh
+            s.extend(fmt.follow_up(inner_use_messages(name, t.item.question), e.tools), None, trained=False)
 
     def _score_use(self, s: Sample, e: Episode) -> None:
         t = e.key
@@ -296,4 +294,4 @@ class Rollout:
         s.rewards["use"] = correctness_reward(correct, e.turns, self.s.max_turns, self.s.eta_mid, self.s.eta_min)
         s.trace.update({"answer": answer, "correct": correct, "turns": e.turns, "calls": e.calls,
                         "tool_call_ok": sum(c.get("status") == "ok" for c in e.calls),
-                        "tool_calls": len(e.calls)})
+                        "tool_calls": len(e.calls), "sandbox_faults": sum(c.get("status") == FAULT for c in e.calls)})

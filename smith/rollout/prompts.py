@@ -51,3 +51,10 @@ def build_messages(examples: Sequence[Any]) -> list[dict[str, str]]:
 def use_messages(question: str) -> list[dict[str, str]]:
     """Use prompt: the target question; the pool entry's tools travel in the chat template's tool list."""
     return [{"role": "system", "content": USE_SYSTEM}, {"role": "user", "content": USE_USER.format(question=question)}]
+
+
+def inner_use_messages(name: str, question: str) -> list[dict[str, str]]:
+    """The use prompt that follows an inner build: the new tool's callable name and the question. Its tools travel
+    in the chat template's tool list, as in every use prompt (`smith.models.chat_format.ChatFormat.follow_up`)."""
+    return [{"role": "system", "content": USE_SYSTEM},
+            {"role": "user", "content": INNER_BUILD_DONE.format(name=name, question=question)}]

@@ -17,7 +17,7 @@ import yaml
 
 from smith.errors import ConfigError
 from smith.tasks.item import Item
-from smith.tasks.scoring import score_entry
+from smith.tasks.scoring import FULL_MARKS, score_entry
 
 GROUPS = ("Arithmetic", "Algorithms", "Algebra", "Games", "Logic")
 SPLITS = ("seen", "unseen")
@@ -40,6 +40,8 @@ class Category:
     hard: dict[str, Any]
     measure: str
     why: str
+    full_marks: str
+    full_marks_why: str
     dataset: str = ""
     answer_pattern: str | None = None
     _pattern: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
@@ -50,16 +52,16 @@ class Category:
         return dict(self.easy if band == "easy" else self.hard)
 
     def score(self, answer: Any, item: Item) -> float:
-        """Full marks (1.0) or 0.0 under the dataset's guarded scorer (smith.tasks.scoring); evaluation suites
-        score any item source's categories through this one method (smith.evals.rg.sources)."""
+        """Full marks (1.0) or 0.0: the guarded scorer and the `full_marks` check (smith.tasks.scoring); evaluation
+        suites score any item source's categories through this one method (smith.evals.rg.sources)."""
         if item.category != self.name:
             raise ValueError(f"item {item.id} belongs to {item.category!r}, not {self.name!r}; score it with its "
                              "category")
         return score_entry(self, item.band, answer, item.entry)
 
     def answer_allowed(self, answer: str) -> bool:
-        """Answers this category's scorer may see: its scorer evaluates the text (sympy), so an answer
-        outside the expected alphabet is rejected before it reaches an `eval`."""
+        """Answers this category's scorer may see: the form of an answer, where the scorer evaluates the text
+        (sympy: nothing outside the expected alphabet reaches an `eval`) or skips text it cannot read."""
         return self._pattern is None or self._pattern.fullmatch(answer) is not None
 
     def hardness(self, question: str, answer: str, metadata: dict[str, Any]) -> float:
@@ -119,9 +121,13 @@ class Catalog:
 
 
 def _category(name: str, raw: dict[str, Any], where: Path) -> Category:
-    missing = {"group", "split", "easy", "hard", "measure", "why"} - raw.keys()
+    missing = {"group", "split", "easy", "hard", "measure", "why", "full_marks"} - raw.keys()
     if missing:
         raise ValueError(f"{where}: category {name!r} lacks {sorted(missing)}; add them")
+    full = raw["full_marks"]
+    if not isinstance(full, dict) or full.get("check") not in FULL_MARKS or not full.get("why"):
+        checks = sorted(FULL_MARKS)
+        raise ValueError(f"{where}: category {name!r} needs full_marks: {{check: one of {checks}, why: ...}}")
     if raw["group"] not in GROUPS:
         raise ValueError(f"{where}: category {name!r} has group {raw['group']!r}; use one of {GROUPS}")
     if raw["split"] not in SPLITS:
@@ -137,6 +143,8 @@ def _category(name: str, raw: dict[str, Any], where: Path) -> Category:
         hard=dict(raw["hard"]),
         measure=raw["measure"],
         why=" ".join(str(raw["why"]).split()),
+        full_marks=full["check"],
+        full_marks_why=" ".join(str(full["why"]).split()),
         dataset=raw.get("dataset", name),
         answer_pattern=pattern,
         _pattern=re.compile(pattern) if pattern else None,

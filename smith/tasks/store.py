@@ -23,7 +23,7 @@ from typing import Any
 
 from smith.tasks.catalog import BANDS, Catalog, Category, load_catalog
 from smith.tasks.item import Item
-from smith.tasks.scoring import score_entry
+from smith.tasks.scoring import SCORING_VERSION, score_entry
 
 DEFAULT_CACHE = Path("~/.cache/smith/rg_items")
 _MAX_TRIES_PER_ITEM = 20  # a band with few distinct questions fails loudly instead of looping
@@ -44,7 +44,9 @@ def _json_safe(x: Any) -> Any:
 
 
 def _cache_file(cat: Category, band: str, seed: int, cache_dir: Path) -> Path:
-    key = json.dumps([cat.dataset, cat.config(band), version("reasoning-gym")], sort_keys=True)
+    # what decides which items are valid is part of the key: the generator and the grading
+    grading = [cat.answer_pattern, cat.full_marks, SCORING_VERSION]
+    key = json.dumps([cat.dataset, cat.config(band), version("reasoning-gym"), *grading], sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return cache_dir / f"{cat.name}-{band}-seed{seed}-{digest}.jsonl"
 

@@ -67,30 +67,31 @@ def _said(tok: Any, text: str, learn: bool) -> tuple[list[int], list[int]]:
 def _episode(tok: Any, prompt: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
              rest: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
     """Prompt (masked) + the assistant turns of `rest` (learnt, interpreter spans masked) + fed-back tool
-    messages (masked), in the chat template's token layout."""
-    from smith.episodes import continuation_ids
+    messages (masked), in the token layout of the tokenizer's chat format (an assistant message's structured
+    `tool_calls` written in its family's syntax)."""
+    from smith.models.chat_format import chat_format
 
-    ids = list(tok.apply_chat_template(prompt, tools=tools, add_generation_prompt=True, tokenize=True,
-                                       return_dict=True)["input_ids"])
+    fmt = chat_format(tok)
+    ids = fmt.render(prompt, tools)
     labels = [-100] * len(ids)
     i = 0
     while i < len(rest):
         msg = rest[i]
         if msg["role"] != "assistant":
             raise ValueError(f"expected an assistant message, got {msg['role']!r}")
-        for part in _INTERPRETER.split(msg["content"]):
+        for part in _INTERPRETER.split(fmt.reply_text(msg)):
             if part:
                 a, b = _said(tok, part, not part.startswith("<interpreter>"))
                 ids, labels = ids + a, labels + b
-        ids.append(tok.eos_token_id)
-        labels.append(tok.eos_token_id)
+        ids.append(fmt.end_of_turn)
+        labels.append(fmt.end_of_turn)
         fed = []
         i += 1
         while i < len(rest) and rest[i]["role"] != "assistant":
             fed.append(rest[i])
             i += 1
         if fed:
-            cont = continuation_ids(tok, fed)
+            cont = fmt.continuation(fed)
             ids, labels = ids + cont, labels + [-100] * len(cont)
     return ids, labels
 

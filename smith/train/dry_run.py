@@ -1,12 +1,16 @@
 """The policy's text for `recipe=dry-run` (`generation.script=smith.train.dry_run:formatted_tools`): a scripted
 writer and user of two working tools, so a dry run admits tools and earns non-zero rewards on every axis it
-uses; everything after the text (sandbox, grading, pool, rewards, the TRL update) is real."""
+uses; everything after the text (sandbox, grading, pool, rewards, the TRL update) is real. `family_tools` is the
+same in any model family's chat format (the real-template runs of tests/test_chat_format.py)."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import re
+from typing import Any
+
+from smith.models.chat_format import ToolCall
 
 REVERSE = "def spell_backward(question: str) -> str:\n    return question.split(':')[-1].strip()[::-1]\n"
 LCM = ("import math\nimport re\n\ndef lcm_tool(question: str) -> str:\n"
@@ -49,3 +53,44 @@ def formatted_tools(ctx: str) -> str:
                 return "<tool_call>\n" + json.dumps({"name": pick, "arguments": {"question": question}}) + \
                     "\n</tool_call>"
     return "I do not know."
+
+
+def _question(ctx: str, marker: str, fmt: Any) -> str:
+    """The last question holding `marker`, cut out of the rendered context at the template's tokens."""
+    tok = fmt.tokenizer
+    tokens = sorted({*tok.all_special_tokens, *tok.get_added_vocab()}, key=len, reverse=True)
+    line = [x for x in ctx.splitlines() if marker in x][-1]
+    return next(p for p in re.split("|".join(map(re.escape, tokens)), line) if marker in p).strip()
+
+
+def family_tools(ctx: str, fmt: Any) -> str:
+    """`formatted_tools` for any model family (`generation.script=smith.train.dry_run:family_tools`): the same two
+    tools and malformed builds, calls written in the family's syntax (`fmt`, the backend's chat format), and
+    the self-evaluator's and judge's prompts answered too. Read from the rendered text alone, without the
+    template's tokens: which prompt this is, the question, the listed tool names, whether the call was made.
+    With `model.thinking` on, every reply opens with a think block holding a stray code block and a stray call,
+    which must reach neither build parsing nor tool-call parsing."""
+    think = ("<think>\nA draft first:\n```python\ndef draft():\n    pass\n```\n<tool_call>\n"
+             '{"name": "draft", "arguments": {}}\n</tool_call>\n</think>\n\n') if fmt.thinking else ""
+    if "You review Python tools" in ctx:
+        return think + '{"code_correctness": 0.9, "schema_quality": 0.8, "overall": 0.8}'
+    using = "You answer questions" in ctx  # the use prompts (after an inner build too) and the evaluator's
+    if not using:
+        if next(_flip) % 2:
+            return think + "Here is a tool:\n```python\ndef broken(:\n```"
+        code, name, desc = next((t for m, t in TOOLS.items() if m in ctx),
+                                ("def solve(question: str) -> str:\n    return '0'\n", "solve", "Answers 0."))
+        return think + _response(code, name, desc)
+    for marker, (code, name, _) in TOOLS.items():
+        if marker not in ctx:
+            continue
+        question = _question(ctx, marker, fmt)
+        pick = next((n for n in re.findall(r'"name": "([A-Za-z_0-9]+)"', ctx) if n.startswith(name)), None)
+        if pick is None:
+            break
+        if pick in ctx[ctx.rindex(question):]:  # called already: answer with what the tool returns
+            scope: dict[str, Any] = {}
+            exec(code, scope)  # this module's own tool, never a model's
+            return think + f"Answer: {scope[name](question)}"
+        return think + fmt.reply_text({"content": "", "tool_calls": [ToolCall(pick, {"question": question})]})
+    return think + "I do not know."

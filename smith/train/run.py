@@ -15,6 +15,7 @@ import torch
 from omegaconf import DictConfig
 
 from smith.errors import ConfigError, writable_dir
+from smith.models.chat_format import chat_format
 from smith.models.real import REAL_SPEC
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
@@ -60,6 +61,7 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
         path = str(Path(name).resolve())
     dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
+    chat_format(tok, thinking=bool(cfg.model.thinking))  # every backend on this tokenizer renders and reads so
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     lora = LoraConfig(r=int(cfg.lora.r), lora_alpha=int(cfg.lora.alpha), lora_dropout=float(cfg.lora.dropout),
                       target_modules=str(cfg.lora.target_modules), task_type="CAUSAL_LM")
@@ -190,10 +192,11 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     pool = ToolPool(int(cfg.pool.cap_per_category), groups={c.name: c.group for c in catalog.categories})
     hf = HFBackend(model, tok, name=model_path)
     copy = hf.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
-    if script is not None:
+    if script is not None:  # the policy's text is scripted, and so is its frozen copy's (one model)
         from smith.models.scripted import ScriptedBackend
 
         policy = ScriptedBackend(tok, script)
+        copy = ScriptedBackend(tok, script, name="scripted:evaluator") if copy is not None else None
     else:
         policy = hf
     evaluator = {"self": copy, "direct": None}.get(str(cfg.evaluator.kind)) if cfg.evaluator.kind != "external" \

@@ -98,18 +98,30 @@ class Session:
     # -- logging ---------------------------------------------------------------------------------------
     def record(self, samples: list[Sample], rank: int = 0, step: int = 0, keys: list[str] | None = None,
                timing: dict[str, float] | None = None) -> None:
-        """Per-step metrics beyond TRL's own: format failures, pool sizes, use outcomes, `timing` (seconds by
-        phase); and this rank's episodes, appended to its own log (ranks never share a file)."""
+        """Per-step metrics beyond TRL's own: format failures, sandbox faults, pool sizes, use outcomes, `timing`
+        (seconds by phase); and this rank's episodes, appended to its own log (ranks never share a file)."""
         m: dict[str, float] = {}
         builds = [s for s in samples if "parse" in s.trace]
         for reason, n in format_reasons(samples).items():
             m[f"format/{reason}"] = n / max(len(builds), 1)
+        graded = [s.trace["evaluation"] for s in samples if "evaluation" in s.trace]
+        questions = sum(e["k"] for e in graded)
+        if questions:  # a model evaluator whose calls never parse would zero every r_eval without a word
+            silent = sum(e.get("no_tool_call", 0) for e in graded)
+            m["evaluation/no_tool_call"] = silent / questions
+            if silent == questions:
+                print(f"warning: step {step}, rank {rank}: the evaluator made no tool call that parsed on any of its "
+                      f"{questions} questions, so every r_eval is 0 and no tool enters the pool; its replies must "
+                      "call the tool in its chat format's syntax (smith.models.chat_format)", file=sys.stderr)
         uses = [s for s in samples if s.kind == "use"]
         if uses:
             m["use/correct"] = sum(bool(s.trace.get("correct")) for s in uses) / len(uses)
             m["use/turns"] = sum(s.trace.get("turns", 0) for s in uses) / len(uses)
             calls = sum(s.trace.get("tool_calls", 0) for s in uses)
             m["use/tool_call_success"] = sum(s.trace.get("tool_call_ok", 0) for s in uses) / calls if calls else 0.0
+        # sandbox faults (the machine's, not the tools'): graded questions left out of r_eval, use calls that failed
+        m["sandbox_faults/evaluation"] = float(sum(s.trace.get("evaluation", {}).get("faults", 0) for s in samples))
+        m["sandbox_faults/use"] = float(sum(s.trace.get("sandbox_faults", 0) for s in uses))
         m["pool/size"] = float(len(self.pool))
         for cat, n in self.pool.sizes().items():
             m[f"pool/size/{cat}"] = float(n)

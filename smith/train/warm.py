@@ -16,7 +16,11 @@ real prompts (`build_messages`, `use_messages`, the inner-build turn) and the re
   output, then the final answer. Mistakes: no tool call (a guess), the wrong tool, a damaged argument, a
   guess instead of the tool's output. Most are one decision (call or guess, which output to repeat) that RL
   can move in a few steps; copy slips are not demonstrated, since they only teach the model to copy worse.
-- inner build: a build, the rollout's "your tool is now available" turn, then the use protocol.
+- inner build: a build, then the use prompt that follows it in the rollout ("your tool is now available", its
+  tools in the template's tool block), then the use protocol.
+
+Demonstrations hold canonical messages and render through the tokenizer's chat format
+(`smith.models.chat_format`), so any family renders them in its own template and tool-call syntax.
 
 Two stages, both TRL `SFTTrainer`: (1) short copy drills (`copy_drills`), (2) the demonstrations.
 Tokens of tool outputs and prompts are excluded from the loss. The BPE tokenizer is trained on the same
@@ -44,13 +48,12 @@ from typing import Any
 from transformers import Trainer
 from trl import SFTTrainer
 
-from smith.episodes import continuation_ids
+from smith.models.chat_format import chat_format
 from smith.pool import PoolEntry, menu_names
-from smith.rollout.episodes import inner_build_message
-from smith.rollout.prompts import build_messages, use_messages
+from smith.rollout.prompts import build_messages, inner_use_messages, use_messages
 from smith.toolspec import ToolSpec
 
-WARM_VERSION = 4
+WARM_VERSION = 5
 MARKER = "smith_warm.json"
 CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
 SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
@@ -102,13 +105,22 @@ KINDS = (("build", 0.42), ("use", 0.43), ("inner", 0.15))
 P_MALFORMED, P_NO_CALL, P_WRONG_TOOL, P_BAD_ARGS, P_GUESS = 0.08, 0.4, 0.25, 0.05, 0.1
 
 
+Turn = tuple[dict[str, Any], list[dict[str, str]] | None]  # an assistant message, the messages fed back after it
+
+
 @dataclass
 class Demo:
-    """One demonstration: a prompt, then assistant turns each followed by the messages fed back (masked)."""
+    """One demonstration: a prompt, then assistant turns each followed by the messages fed back (masked); `then`
+    continues it with a fresh prompt (an inner build's use episode)."""
 
     messages: list[dict[str, str]]
     tools: list[dict[str, Any]] | None
-    turns: list[tuple[str, list[dict[str, str]] | None]]
+    turns: list[Turn]
+    then: Demo | None = None
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
 
 
 def _choose(rng: random.Random, weighted: list[tuple[float, bool, str]]) -> tuple[bool, str]:
@@ -158,11 +170,11 @@ def _guess(question: str, rng: random.Random) -> str:
 
 
 def _use_turns(question: str, menu: dict[str, PoolEntry], target: str, rng: random.Random
-               ) -> tuple[list[tuple[str, list[dict[str, str]] | None]], bool]:
+               ) -> tuple[list[Turn], bool]:
     """Call a menu tool, read its output, answer. Returns the turns and whether the answer is the target's
     output on the untouched question (what the rollout rewards, given a correct tool)."""
     if rng.random() < P_NO_CALL:
-        return [(_guess(question, rng), None)], False
+        return [(said(_guess(question, rng)), None)], False
     ok = True
     name = target
     if rng.random() < P_WRONG_TOOL:
@@ -170,13 +182,13 @@ def _use_turns(question: str, menu: dict[str, PoolEntry], target: str, rng: rand
     argument = question
     if rng.random() < P_BAD_ARGS:
         argument, ok = _damage(question, rng), False
-    call = "<tool_call>\n" + json.dumps({"name": name, "arguments": {"question": argument}}, ensure_ascii=False) + \
-        "\n</tool_call>"
+    call = {"role": "assistant", "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": name, "arguments": {"question": argument}}}]}
     output = run_tool(menu[name], argument)
     answer = output
     if rng.random() < P_GUESS:
         answer, ok = _guess(question, rng), False
-    return [(call, [{"role": "tool", "content": output}]), (answer, None)], ok
+    return [(call, [{"role": "tool", "content": output}]), (said(answer), None)], ok
 
 
 def _menu(own: PoolEntry, categories: tuple[str, ...], rng: random.Random) -> tuple[dict[str, PoolEntry], str]:
@@ -204,15 +216,15 @@ def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORI
         question = rng.choice(hard[category]).question
         if kind == "build":
             text, _, ok = demo_tool(category, rng, malformed=rng.random() < P_MALFORMED)
-            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(text, None)]))
+            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(said(text), None)]))
             right[kind].append(ok)
             continue
         if kind == "inner":
             text, own, built_ok = demo_tool(category, rng)
             menu, target = _menu(own, categories, rng)
             turns, ok = _use_turns(question, menu, target, rng)
-            follow = [{"role": "user", "content": inner_build_message(menu, target, question)}]
-            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(text, follow), *turns]))
+            then = Demo(inner_use_messages(target, question), [e.tool.openai_tool(k) for k, e in menu.items()], turns)
+            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(said(text), None)], then))
             right[kind].append(ok and built_ok)
             continue
         # the pool holds tools with r_eval > 0: mostly correct ones, some that only pass easy-looking items
@@ -257,17 +269,24 @@ def copy_drills(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
 
 
 def render(demo: Demo, tokenizer: Any) -> tuple[list[int], list[int]]:
-    """(input_ids, labels): the token layout of a rollout, -100 on prompt and fed-back tokens."""
-    enc = tokenizer.apply_chat_template(demo.messages, tools=demo.tools, add_generation_prompt=True,
-                                        tokenize=True, return_dict=True)
-    ids = list(enc["input_ids"])
+    """(input_ids, labels): the token layout of a rollout (the chat format's prompt, replies and continuations),
+    -100 on prompt and fed-back tokens."""
+    fmt = chat_format(tokenizer)
+    ids = fmt.render(demo.messages, demo.tools)
     labels = [-100] * len(ids)
-    for text, follow in demo.turns:
-        said = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        ids += said
-        labels += said
-        if follow:
-            fed = continuation_ids(tokenizer, follow)
+    part: Demo | None = demo
+    while part is not None:
+        for message, follow in part.turns:
+            reply = fmt.reply_ids(message)
+            ids += reply
+            labels += reply
+            if follow:
+                fed = fmt.continuation(follow)
+                ids += fed
+                labels += [-100] * len(fed)
+        part = part.then
+        if part is not None:
+            fed = fmt.follow_up(part.messages, part.tools)
             ids += fed
             labels += [-100] * len(fed)
     return ids, labels
@@ -275,12 +294,7 @@ def render(demo: Demo, tokenizer: Any) -> tuple[list[int], list[int]]:
 
 def render_text(demo: Demo, tokenizer: Any) -> str:
     """The same episode as text (the tokenizer's training corpus)."""
-    text = tokenizer.apply_chat_template(demo.messages, tools=demo.tools, add_generation_prompt=True, tokenize=False)
-    for said, follow in demo.turns:
-        text += said + tokenizer.eos_token
-        if follow:
-            text += tokenizer.decode(continuation_ids(tokenizer, follow))
-    return text
+    return tokenizer.decode(render(demo, tokenizer)[0])
 
 
 class PlainLossSFTTrainer(SFTTrainer):

@@ -31,6 +31,7 @@ from smith.evals.lomekwi.episode import Episode
 from smith.evals.lomekwi.observed import Observed, doors_in
 from smith.evals.lomekwi.parse import extract_action
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams
+from smith.models.chat_format import without_reasoning
 
 SCRIPTED = ("optimal", "grinder", "random")
 log = logging.getLogger(__name__)
@@ -165,13 +166,14 @@ def replies(backend: ChatBackend, conversations: list[list[Message]],
 
 def play(backend: ChatBackend, episodes: list[Episode], params: SamplingParams,
          progress: tqdm | None = None) -> list[Episode]:
-    """Play episodes in lockstep: one batched `chat` call per turn over every episode still running."""
+    """Play episodes in lockstep: one batched `chat` call per turn over every episode still running. A reply's
+    reasoning (`<think>` blocks) never acts: the first parseable line after it does."""
     live = list(episodes)
     while live:
         still = []
         for e, (g, err) in zip(live, replies(backend, [e.messages for e in live], params), strict=True):
             usage = {"input_tokens": g.prompt_tokens, "output_tokens": g.completion_tokens} if g else {}
-            if e.feed(g.text if g else "", usage, api_error=err):
+            if e.feed(without_reasoning(g.text) if g else "", usage, api_error=err):
                 still.append(e)
             elif progress is not None:
                 progress.update(1)

@@ -5,7 +5,8 @@
 Both terms teacher-force the same answer string; no replacement answer is generated. The scored tokens
 are located inside the full tokenised sequence (the longest common token prefix of the context alone
 and the context followed by the answer), since tokenising the answer separately can move its boundary.
-Prompts use the chat template with thinking disabled; tool documentation is the same in every context.
+Prompts use the model's chat format (smith.models.chat_format, thinking off); tool documentation is the same
+in every context.
 
 A request with m scored tools needs m+1 sequences (Appendix F) that share long prefixes: the system
 prompt, tool documentation and request, and then every tool line before the removed one. `mean_logliks`
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 
 from smith.models.base import Message
+from smith.models.chat_format import chat_format
 
 
 def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
@@ -58,8 +60,8 @@ class LikelihoodScorer:
 
     # ------------------------------------------------------------------ text -> tokens
     def render(self, messages: list[Message]) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                  enable_thinking=False)
+        """The context as the model's chat format renders it (thinking off: `model.thinking`'s default)."""
+        return chat_format(self.tokenizer).render_text(messages)
 
     def count_tokens(self, messages: list[Message]) -> int:
         return len(self.tokenizer(self.render(messages), add_special_tokens=False)["input_ids"])

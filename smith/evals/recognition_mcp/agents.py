@@ -1,9 +1,10 @@
 """Who plays a Recognition-MCP episode: any ChatBackend (an LLM), an Anthropic Messages client, or one
 of the suite's scripted agents.
 
-Scripted agents are ChatBackends too, so they go through the same host path as an LLM: text out,
-Qwen3 `<tool_call>` blocks parsed, tokens metered, messages in the OpenAI dialect. `scripted:prober`
-calls each candidate once in listed order then submits (it cannot divide: all its wins are oracle
+Scripted agents are ChatBackends too, so they go through the same host path as an LLM: text out, tool calls
+read in the backend's chat format (`smith.models.chat_format`: its family's syntax, reasoning left out; Hermes
+`<tool_call>` blocks for endpoints and scripted agents), tokens metered, messages in the OpenAI dialect.
+`scripted:prober` calls each candidate once in listed order then submits (it cannot divide: all its wins are oracle
 wins); `scripted:manual` grinds the long division and submits without touching a tool (all its wins
 are manual wins). `anthropic:<model>` speaks the Anthropic dialect (tool_use / tool_result blocks),
 as the released host does for Claude models.
@@ -19,14 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from smith.errors import ConfigError
-from smith.models.base import ChatBackend, Generation, Message, SamplingParams, Tool, ToolCall, parse_tool_calls
+from smith.models.base import ChatBackend, Generation, Message, SamplingParams, Tool
+from smith.models.chat_format import ToolCall, format_of
 
 from .division import Division, parse_problem
 from .server import SUBMIT_TOOL
 
 _TOKEN = re.compile(r"\d|[^\W\d_]+|[^\w\s]|_")
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S)
-_CALL_BLOCK = re.compile(r"<tool_call>.*?(?:</tool_call>|$)", re.S)
 
 
 def count_tokens(text: str) -> int:
@@ -37,11 +37,6 @@ def count_tokens(text: str) -> int:
 def render_cost(messages: list[Message], tools: list[Tool]) -> int:
     """Estimated input tokens of one call: the tool schemas plus every message, 4 tokens of framing each."""
     return count_tokens(json.dumps(tools)) + sum(4 + count_tokens(json.dumps(m)) for m in messages)
-
-
-def visible_text(text: str) -> str:
-    """What the agent said, without reasoning blocks or tool-call blocks (those are recorded as calls)."""
-    return _CALL_BLOCK.sub("", _THINK.sub("", text)).strip()
 
 
 @dataclass
@@ -71,11 +66,11 @@ class ChatAgent:
 
     async def act(self, messages: list[Message], tools: list[Tool]) -> Turn:
         g = await self._generate(messages, tools)
-        parsed = parse_tool_calls(_THINK.sub("", g.text))
+        reply = format_of(self.backend).parse(g.text)  # what it said: no reasoning, calls recorded as calls
         return Turn(
-            text=visible_text(g.text),
-            calls=parsed.calls,
-            errors=parsed.errors,
+            text=reply.content,
+            calls=reply.calls,
+            errors=reply.errors,
             input_tokens=g.prompt_tokens or len(g.prompt_ids) or render_cost(messages, tools),
             output_tokens=g.completion_tokens or len(g.completion_ids) or count_tokens(g.text),
             truncated=g.finish_reason == "length",

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from mcp import Client, StdioServerParameters
 
-from smith.models.base import Message, Tool, ToolCall
+from smith.models.base import Message, Tool
+from smith.models.chat_format import ToolCall
 
 from .agents import AnthropicAgent, ChatAgent, Turn
 from .division import long_division

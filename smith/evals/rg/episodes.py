@@ -19,7 +19,7 @@ from smith.pool import PoolEntry
 from smith.rollout.prompts import build_messages, use_messages
 
 # Standard CoT baseline (paper's first row): reason freely, then one last `Answer:` line that
-# `smith.episodes.final_answer` reads.
+# `smith.episodes.Episode.answer` reads.
 COT_SYSTEM = (
     "Solve the problem step by step. End your reply with one last line of the form `Answer: <answer>`, "
     "with the answer formatted exactly as the question asks."
@@ -79,6 +79,7 @@ def build_tools(
     writer: ChatBackend, examples: dict[str, Sequence[Any]], params: SamplingParams
 ) -> dict[str, BuildResult]:
     """One build prompt per category (N easy question/answer pairs), all in one batched call."""
+    from smith.models.chat_format import without_reasoning
     from smith.toolspec import parse_response
 
     cats = list(examples)
@@ -87,7 +88,7 @@ def build_tools(
     gens = writer.chat([build_messages(examples[c]) for c in cats], None, params)
     out = {}
     for cat, gen in zip(cats, gens, strict=True):
-        parsed = parse_response(gen.text)
+        parsed = parse_response(without_reasoning(gen.text))
         out[cat] = BuildResult(
             cat, bool(parsed.ok), None if parsed.ok else str(parsed.reason), gen.text, gen.prompt_tokens,
             gen.completion_tokens,

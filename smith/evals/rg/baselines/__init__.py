@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from smith.episodes import Episode
 from smith.models.base import ChatBackend, Generation, SamplingParams
+from smith.models.chat_format import without_reasoning
 from smith.pool import PoolEntry, menu_names
 from smith.rollout.prompts import USE_SYSTEM
 from smith.toolspec import ToolSpec, parse_response
@@ -167,8 +168,8 @@ def cot_episode(key: str, question: str) -> Episode:
 
 
 def parse_tool(text: str, category: str) -> tuple[PoolEntry | None, str | None]:
-    """A reply in smith's tool format -> (tool, None), or (None, why it is not one)."""
-    p = parse_response(text)
+    """A reply in smith's tool format -> (tool, None), or (None, why it is not one); its reasoning is left out."""
+    p = parse_response(without_reasoning(text))
     if not p.ok:
         return None, f"{p.reason}: {p.detail}" if p.detail else str(p.reason)
     return PoolEntry(category, p.spec, 0.0), None
