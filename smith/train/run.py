@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from smith.errors import ConfigError, writable_dir
 from smith.models.chat_format import chat_format
+from smith.models.real import REAL_SPEC
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
 from smith.train.args import grpo_args, per_device_batch
@@ -51,6 +52,11 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
 
         with PartialState().main_process_first():
             path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
+    elif name == REAL_SPEC:
+        from smith.models.real import build_real_model
+
+        with PartialState().main_process_first():
+            path = str(build_real_model(cfg.model.real_dir)[0].resolve())
     elif Path(name).is_dir():  # adapters name their base by this path: absolute, so they load from anywhere
         path = str(Path(name).resolve())
     dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
