@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
 from datasets import Dataset  # noqa: E402
-from trl import SFTConfig, SFTTrainer  # noqa: E402
+from trl import SFTTrainer  # noqa: E402
 
+from smith.train.args import sft_args  # noqa: E402
 from smith.train.warm import (  # noqa: E402
     PlainLossSFTTrainer,
     WarmSettings,
@@ -47,15 +48,14 @@ def rows(tok, n: int, cache_dir: str) -> dict[str, list[dict[str, list[int]]]]:
             "demonstrations (batch 8)": demo_rows(demonstrations(n * 8, cache_dir=cache_dir)[0], tok)}
 
 
-ARMS = {"trl_default": (SFTTrainer, {}), "smith": (PlainLossSFTTrainer, {"gradient_checkpointing": False})}
+ARMS = {"trl_default": (SFTTrainer, {"gradient_checkpointing": True}), "smith": (PlainLossSFTTrainer, {})}
 
 
 def train(arm: str, tok, data: list, batch: int, out: str) -> tuple[float, float]:
     model = fresh_model(tok, WarmSettings())
     cls, extra = ARMS[arm]
-    args = SFTConfig(output_dir=out, per_device_train_batch_size=batch, learning_rate=2e-3, max_length=None,
-                     save_strategy="no", report_to=[], use_cpu=True, seed=0, data_seed=0, disable_tqdm=True,
-                     logging_steps=10_000, dataloader_num_workers=0, **extra)
+    args = sft_args(out, on_gpu=False, per_device_train_batch_size=batch, learning_rate=2e-3, seed=0, data_seed=0,
+                    disable_tqdm=True, logging_steps=10_000, **extra)
     trainer = cls(model=model, args=args, train_dataset=Dataset.from_list(data), processing_class=tok)
     start = time.perf_counter()
     loss = trainer.train().training_loss

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
-from trl import GRPOConfig
+from trl import GRPOConfig, SFTConfig
 
 from smith.config import DapoConfig, TrainConfig, typed
 from smith.errors import ConfigError
@@ -121,6 +121,22 @@ def trainer_overrides(cfg: TrainConfig) -> dict[str, Any]:
     return overrides
 
 
+def mixed_precision(dtype: str, on_gpu: bool) -> dict[str, bool]:
+    """`bf16` / `fp16` from the model's dtype and the device, never a library default: TRL's configs turn bf16 on,
+    and on a CPU without native bf16 autocast sends every matmul to PyTorch's reference GEMM (6-13x slower); on
+    one with it the weights would still differ by machine. On CPU smith trains in float32."""
+    return {"bf16": on_gpu and dtype == "bfloat16", "fp16": on_gpu and dtype == "float16"}
+
+
+def sft_args(output_dir: str | Path, on_gpu: bool, dtype: str = "float32", **fields: Any) -> SFTConfig:
+    """TRL's SFTConfig as every smith SFT run uses it (the warm start, distillation, benchmarks/warm_sft.py):
+    the precision of `mixed_precision`, no checkpoints, no reporting, no gradient checkpointing (a 1.2M model)."""
+    defaults = dict(max_length=None, save_strategy="no", report_to=[], dataloader_num_workers=0,
+                    gradient_checkpointing=False)
+    return SFTConfig(output_dir=str(output_dir), use_cpu=not on_gpu, **mixed_precision(dtype, on_gpu),
+                     **{**defaults, **fields})
+
+
 def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> SmithGRPOConfig:
     """TRL's arguments with smith's own (SmithGRPOConfig), from the typed config; `owned` maps smith's keys."""
     cfg = typed(cfg)
@@ -155,7 +171,7 @@ def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_pr
         save_steps=int(cfg.save_every),
         logging_steps=1,
         seed=int(cfg.seed),
-        bf16=on_gpu and str(cfg.model.dtype) == "bfloat16",
+        **mixed_precision(str(cfg.model.dtype), on_gpu),
         use_cpu=not on_gpu,
         use_vllm=use_vllm,
         vllm_mode=str(cfg.generation.vllm_mode),

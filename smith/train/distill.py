@@ -129,8 +129,8 @@ def distill(cfg: DictConfig, run_dir: Path) -> Path:
     """Fine-tune the LoRA policy of `cfg.model` on `cfg.distill.traces`; the adapter lands in `run_dir`."""
     import torch
     from datasets import Dataset
-    from trl import SFTConfig
 
+    from smith.train.args import sft_args
     from smith.train.run import load_policy
     from smith.train.warm import PlainLossSFTTrainer
 
@@ -145,12 +145,10 @@ def distill(cfg: DictConfig, run_dir: Path) -> Path:
     torch.manual_seed(int(cfg.seed))
     model, tok, base = load_policy(cfg, on_gpu)
     rows = rows_of(traces, str(d.format), tok, int(d.max_length))
-    args = SFTConfig(
-        output_dir=str(run_dir / "sft"), num_train_epochs=float(d.epochs), max_steps=int(d.max_steps),
+    args = sft_args(
+        run_dir / "sft", on_gpu, str(cfg.model.dtype), num_train_epochs=float(d.epochs), max_steps=int(d.max_steps),
         per_device_train_batch_size=int(d.batch_size), learning_rate=float(d.learning_rate),
-        lr_scheduler_type="cosine", max_length=None, logging_steps=10, save_strategy="no",
-        report_to=[], use_cpu=not on_gpu, bf16=on_gpu and str(cfg.model.dtype) == "bfloat16", seed=int(cfg.seed),
-        data_seed=int(cfg.seed), dataloader_num_workers=0, gradient_checkpointing=False,
+        lr_scheduler_type="cosine", logging_steps=10, seed=int(cfg.seed), data_seed=int(cfg.seed),
     )
     trainer = PlainLossSFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
     result = trainer.train()

@@ -53,7 +53,7 @@ from smith.pool import PoolEntry, menu_names
 from smith.rollout.prompts import build_messages, inner_use_messages, use_messages
 from smith.toolspec import ToolSpec
 
-WARM_VERSION = 5
+WARM_VERSION = 6  # 6: float32 SFT (smith.train.args.mixed_precision), the same weights on every CPU
 MARKER = "smith_warm.json"
 CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
 SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
@@ -375,7 +375,8 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
     from datasets import Dataset
     from filelock import FileLock
     from transformers import GenerationConfig
-    from trl import SFTConfig
+
+    from smith.train.args import sft_args
 
     s = settings or WarmSettings()
     path = Path(path)
@@ -400,11 +401,10 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
         ]
         losses = []
         for i, (rows, batch, lr, schedule) in enumerate(stages):
-            args = SFTConfig(
-                output_dir=str(tmp / "sft"), num_train_epochs=s.epochs if i else 1.0, per_device_train_batch_size=batch,
-                learning_rate=lr, lr_scheduler_type=schedule, warmup_steps=20, weight_decay=0.0, max_length=None,
-                logging_steps=50, save_strategy="no", report_to=[], use_cpu=True, seed=s.seed, data_seed=s.seed,
-                disable_tqdm=not progress, dataloader_num_workers=0, gradient_checkpointing=False,
+            args = sft_args(
+                tmp / "sft", on_gpu=False, num_train_epochs=s.epochs if i else 1.0, per_device_train_batch_size=batch,
+                learning_rate=lr, lr_scheduler_type=schedule, warmup_steps=20, weight_decay=0.0, logging_steps=50,
+                seed=s.seed, data_seed=s.seed, disable_tqdm=not progress,
             )
             trainer = PlainLossSFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
                                           processing_class=tok)
