@@ -113,6 +113,7 @@ class RewardWeights:
     evaluation: float = knob(1.0, "weight of the evaluation axis", min=0.0)
     judge: float = knob(0.2, "judge weight 0.2 (reference code)", min=0.0)
     use: float = knob(1.0, "weight of the use axis", min=0.0)
+    tool: float = knob(1.0, "weight of the use episodes' tool-execution axis (smith.rewards.tool)", min=0.0)
 
 
 @dataclass

@@ -175,6 +175,7 @@ def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_pa
             ro.close()
     assert len(killed) == 2 and [c["status"] for c in use.trace["calls"]] == ["fault"]
     assert use.trace["sandbox_faults"] == 1
+    assert use.rewards["tool"] == 0.0  # the faulted call counts neither way; a (wrong) answer was given
     assert "error: the sandbox failed while running the tool, not the tool:" in tok.decode(use.completion_ids)
     cfg = OmegaConf.create({"model": {"name_or_path": "tiny"}, "seed": 0,
                             "evaluator": {"sync_every": 5, "kind": "direct"}, "judge": {"kind": "none"}})
@@ -208,6 +209,7 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     assert s.trace["correct"]
     assert s.rewards["format"] == 0.5 and s.rewards["evaluation"] == 1.0  # the inner build was graded
     assert s.rewards["use"] == pytest.approx(2 * (1 - 2 * 0.3 * 0.4))  # 2 use turns of 5: rho 0.4
+    assert s.rewards["tool"] == pytest.approx(0.2)  # one call ran, then an answer
     assert len(pool) == 1  # and admitted
     # after the build, the episode goes on with the use prompt every use episode gets, its tools in the tool block
     fmt = chat_format(tok)

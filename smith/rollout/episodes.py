@@ -27,6 +27,7 @@ from smith.rewards import AXES
 from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
 from smith.rewards.format import format_reward
 from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
+from smith.rewards.tool import tool_execution_reward
 from smith.rewards.use import correctness_reward
 from smith.rollout.prompts import build_messages, inner_use_messages, use_messages
 from smith.tasks import Catalog, load_catalog, score
@@ -292,6 +293,8 @@ class Rollout:
         answer = e.answer
         correct = answer is not None and score(self.catalog.get(t.category), answer, t.item) >= 1.0
         s.rewards["use"] = correctness_reward(correct, e.turns, self.s.max_turns, self.s.eta_mid, self.s.eta_min)
+        ok = sum(c.get("status") == "ok" for c in e.calls)
+        faults = sum(c.get("status") == FAULT for c in e.calls)
+        s.rewards["tool"] = tool_execution_reward(ok, len(e.calls) - ok - faults, answer is not None)
         s.trace.update({"answer": answer, "correct": correct, "turns": e.turns, "calls": e.calls,
-                        "tool_call_ok": sum(c.get("status") == "ok" for c in e.calls),
-                        "tool_calls": len(e.calls), "sandbox_faults": sum(c.get("status") == FAULT for c in e.calls)})
+                        "tool_call_ok": ok, "tool_calls": len(e.calls), "sandbox_faults": faults})
