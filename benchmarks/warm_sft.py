@@ -2,9 +2,10 @@
 protocol demonstrations), a fresh 1.2M-parameter Qwen3 each time. Two arms:
 
 - trl_default: `SFTTrainer` as shipped (chunked log-prob loss, gradient checkpointing on);
-- smith: what `build_warm_model` runs: `PlainLossSFTTrainer` (the model's own cross-entropy), gradient
-  checkpointing off. Same batches as trl_default, so its final loss must match (printed): the speed-up does
-  not change the maths. (Grouping rows by length was 2-3x faster again but learnt the copy drills worse.)
+- smith: what `build_warm_model` runs: `LearntPositionsSFTTrainer` (the model's own cross-entropy, the LM head
+  only on learnt positions), gradient checkpointing off, float32 (`smith.train.args.sft_args`). Same batches as
+  trl_default, so its final loss must match (printed): the speed-up does not change the maths. (Grouping rows
+  by length was 2-3x faster again but learnt the copy drills worse.)
 
 Rounds alternate the arms to cancel machine noise; medians are compared. Last line (the slower stage):
 
@@ -32,7 +33,7 @@ from trl import SFTTrainer  # noqa: E402
 
 from smith.train.args import sft_args  # noqa: E402
 from smith.train.warm import (  # noqa: E402
-    PlainLossSFTTrainer,
+    LearntPositionsSFTTrainer,
     WarmSettings,
     copy_drills,
     demo_rows,
@@ -48,7 +49,7 @@ def rows(tok, n: int, cache_dir: str) -> dict[str, list[dict[str, list[int]]]]:
             "demonstrations (batch 8)": demo_rows(demonstrations(n * 8, cache_dir=cache_dir)[0], tok)}
 
 
-ARMS = {"trl_default": (SFTTrainer, {"gradient_checkpointing": True}), "smith": (PlainLossSFTTrainer, {})}
+ARMS = {"trl_default": (SFTTrainer, {"gradient_checkpointing": True}), "smith": (LearntPositionsSFTTrainer, {})}
 
 
 def train(arm: str, tok, data: list, batch: int, out: str) -> tuple[float, float]:

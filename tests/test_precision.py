@@ -43,6 +43,6 @@ def test_sft_runs_are_float32_on_cpu(dtype, tmp_path):
 
 def test_on_a_gpu_the_models_dtype_decides():
     assert mixed_precision("bfloat16", on_gpu=True) == {"bf16": True, "fp16": False}
-    assert mixed_precision("float16", on_gpu=True) == {"bf16": False, "fp16": True}
+    assert mixed_precision("float16", on_gpu=True) == {"bf16": False, "fp16": False}
     assert mixed_precision("float32", on_gpu=True) == {"bf16": False, "fp16": False}
 

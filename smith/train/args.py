@@ -124,8 +124,9 @@ def trainer_overrides(cfg: TrainConfig) -> dict[str, Any]:
 def mixed_precision(dtype: str, on_gpu: bool) -> dict[str, bool]:
     """`bf16` / `fp16` from the model's dtype and the device, never a library default: TRL's configs turn bf16 on,
     and on a CPU without native bf16 autocast sends every matmul to PyTorch's reference GEMM (6-13x slower); on
-    one with it the weights would still differ by machine. On CPU smith trains in float32."""
-    return {"bf16": on_gpu and dtype == "bfloat16", "fp16": on_gpu and dtype == "float16"}
+    one with it the weights would still differ by machine. On CPU smith trains in float32; on a GPU a bfloat16
+    model trains under bf16 autocast and a float16 one without fp16 AMP, as before (not run on a GPU here)."""
+    return {"bf16": on_gpu and dtype == "bfloat16", "fp16": False}
 
 
 def sft_args(output_dir: str | Path, on_gpu: bool, dtype: str = "float32", **fields: Any) -> SFTConfig:

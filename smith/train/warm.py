@@ -306,6 +306,24 @@ class PlainLossSFTTrainer(SFTTrainer):
         return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
 
 
+class LearntPositionsSFTTrainer(PlainLossSFTTrainer):
+    """The same cross-entropy, with the LM head applied only where a label is learnt: most positions of a copy
+    drill or a demonstration are context, and the head is about half of this model's compute (1.2x faster, the
+    same loss to the last digit; benchmarks/warm_sft.py)."""
+
+    def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+                     ) -> Any:
+        import torch.nn.functional as F
+
+        if return_outputs:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        labels = inputs["labels"][:, 1:]
+        hidden = model.model(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"))
+        learnt = labels != -100
+        loss = F.cross_entropy(model.lm_head(hidden.last_hidden_state[:, :-1][learnt]), labels[learnt], reduction="sum")
+        return loss / (learnt.sum() if num_items_in_batch is None else num_items_in_batch)
+
+
 @dataclass
 class WarmSettings:
     """What the cached model depends on (its marker); sized for 2 CPU cores."""
@@ -406,8 +424,8 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
                 learning_rate=lr, lr_scheduler_type=schedule, warmup_steps=20, weight_decay=0.0, logging_steps=50,
                 seed=s.seed, data_seed=s.seed, disable_tqdm=not progress,
             )
-            trainer = PlainLossSFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                                          processing_class=tok)
+            trainer = LearntPositionsSFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                                                processing_class=tok)
             losses.append(trainer.train().training_loss)
         model.generation_config = GenerationConfig(eos_token_id=[eos, tok.pad_token_id], pad_token_id=tok.pad_token_id,
                                                    do_sample=True, temperature=0.7, top_p=0.95)
