@@ -87,6 +87,10 @@ class DapoConfig:
                                         "it off")
     std_floor: float = knob(0.1, "per-axis std floor for normalise-then-sum advantages", min=0.0)
     dynamic_sampling: bool = knob(True, "drop groups with zero variance on every axis")
+    vllm_importance_sampling: str = knob(
+        "token_truncate", "TRL's vllm_importance_sampling_mode on the vLLM backend: token_truncate corrects each token "
+        "of a multi-turn episode by its own clipped ratio; TRL's default sequence_mask gives a whole episode one ratio",
+        choices=("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"))
 
 
 @dataclass

@@ -67,7 +67,8 @@ OWNED = {
     "remove_unused_columns": "the prompt rows", "dataloader_num_workers": "the prompt stream",
     "generation_batch_size": "dapo.prompts_per_step", "steps_per_generation": "dapo.gradient_accumulation_steps",
     "advantage": "dapo.advantage", "std_floor": "dapo.std_floor", "dynamic_sampling": "dapo.dynamic_sampling",
-    "loss_norm": "dapo.loss_norm",
+    "loss_norm": "dapo.loss_norm", "fp16": "model.dtype",
+    "vllm_importance_sampling_mode": "dapo.vllm_importance_sampling",
 }
 
 
@@ -176,6 +177,7 @@ def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_pr
         use_cpu=not on_gpu,
         use_vllm=use_vllm,
         vllm_mode=str(cfg.generation.vllm_mode),
+        vllm_importance_sampling_mode=str(d.vllm_importance_sampling),
         **({"vllm_server_base_url": str(cfg.generation.vllm_server_url)}
            if use_vllm and cfg.generation.vllm_server_url else {}),
         remove_unused_columns=False,
