@@ -81,7 +81,8 @@ class DapoConfig:
     warmup_steps: int = knob(10, "linear warm-up steps", min=0)
     temperature: float = knob(0.7, "sampling temperature", min=0.0)
     top_p: float = knob(0.95, "nucleus sampling", min=0.0)
-    max_completion_length: int = knob(1024, "tokens per completion (an episode's turns together)", min=1)
+    max_completion_length: int = knob(4096, "tokens per completion (an episode's turns together; the reference run "
+                                      "script's build completion length, the paper gives none)", min=1)
     mask_truncated_completions: bool = knob(True, "truncated completions leave the loss")
     gradient_checkpointing: bool = knob(True, "trade compute for memory on big models; the tiny CPU recipe turns "
                                         "it off")
@@ -109,6 +110,8 @@ class UseConfig:
     eta_min: float = knob(0.3, "efficiency floor", min=0.0)
     n_distractors: int = knob(2, "1 matching + 2 distractors", min=0)
     max_tool_output_chars: int = knob(2000, "a tool's output is cut to this many characters", min=1)
+    max_turn_tokens: int = knob(512, "tokens of one use turn (the reference run script's per-turn cap); a turn cut "
+                                "here ends the episode as truncated", min=1)
 
 
 @dataclass

@@ -318,7 +318,7 @@ def test_each_use_episode_has_its_own_token_budget(tok, sandbox, bank):
         return next(t for n in range(300) for m in range(8)
                     if len(tok(t := "thinking " * n + "." * m + call)["input_ids"]) + 1 + fed == 598)
 
-    ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5)
+    ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5, max_turn_tokens=600)
     try:
         a, b = ro.run([], [UseTask("spell_backward", [], short), UseTask("spell_backward", [], chatty)],
                       random.Random(3))
@@ -327,6 +327,24 @@ def test_each_use_episode_has_its_own_token_budget(tok, sandbox, bank):
     assert a.trace["correct"] and not a.truncated
     assert a.rewards["use"] == pytest.approx(2 * (1 - 2 * 0.3 * 0.4))  # 1.52, as it scores alone
     assert b.truncated and b.rewards["use"] == 0.0
+
+
+def test_a_use_turn_is_cut_at_the_per_turn_cap_and_the_episode_ends_truncated(tok, sandbox, bank):
+    """use.max_turn_tokens (the reference's 512 per turn): a chatty turn stops there, though the episode's budget
+    has room, and the episode leaves the loss as truncated; a short turn is untouched."""
+    pool = ToolPool()
+    pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
+    item = bank[("spell_backward", "hard")][0]
+    ro = make(ScriptedBackend(tok, lambda ctx: "word " * 200), sandbox, pool, max_turns=5, max_turn_tokens=40)
+    short = make(ScriptedBackend(tok, lambda ctx: item.answer), sandbox, pool, max_turns=5, max_turn_tokens=40)
+    try:
+        (s,) = ro.run([], [UseTask("spell_backward", [], item)], random.Random(5))
+        (t,) = short.run([], [UseTask("spell_backward", [], item)], random.Random(5))
+    finally:
+        ro.close()
+        short.close()
+    assert s.truncated and s.rewards["use"] == 0.0 and sum(s.mask) == 40
+    assert t.trace["correct"] and not t.truncated
 
 
 def test_an_episode_past_its_budget_after_an_inner_build_stops_cleanly(tok, sandbox, bank):

@@ -39,7 +39,7 @@ def test_vllm_importance_weights_are_per_token(recipe, tmp_path):
     """A multi-turn episode of up to 1,024 tokens gets a clipped ratio per token, not TRL's one per sequence."""
     args = grpo_args(compose("config", [f"recipe={recipe}"]), tmp_path, on_gpu=False, num_processes=1)
     assert args.vllm_importance_sampling_mode == "token_truncate" and args.vllm_importance_sampling_correction
-    with pytest.raises(ConfigError, match="trainer.vllm_importance_sampling_mode is set by smith"):
+    with pytest.raises(ConfigError, match=r"trainer\.vllm_importance_sampling_mode is set by smith"):
         check_config(compose("config", ["recipe=tiny", "trainer.vllm_importance_sampling_mode=sequence_mask"]))
     other = compose("config", [f"recipe={recipe}", "dapo.vllm_importance_sampling=sequence_mask"])
     assert grpo_args(other, tmp_path, on_gpu=False, num_processes=1).vllm_importance_sampling_mode == "sequence_mask"

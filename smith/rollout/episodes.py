@@ -87,6 +87,7 @@ class RolloutSettings:
     eta_min: float = UseConfig.eta_min
     n_distractors: int = UseConfig.n_distractors
     max_tool_output_chars: int = UseConfig.max_tool_output_chars
+    max_turn_tokens: int = UseConfig.max_turn_tokens
     evaluator: str = EvaluatorConfig.kind  # self | direct | external
     judge: str = JudgeConfig.kind  # self | external | none
     evaluator_max_turns: int = EvaluatorConfig.max_turns
@@ -256,8 +257,8 @@ class Rollout:
         if inner:
             self._inner_builds([episodes[i] for i in inner], rng)
         execute = menu_executor(self.sandbox, self.limits, self.s.max_tool_output_chars, self._executor)
-        play(episodes, self.policy, self._params(self.s.max_completion_length), self.s.max_turns, execute,
-             lock=self._model_lock)
+        turn = min(self.s.max_completion_length, self.s.max_turn_tokens)  # each turn, within the episode's budget
+        play(episodes, self.policy, self._params(turn), self.s.max_turns, execute, lock=self._model_lock)
         for s, e in zip(samples, episodes, strict=True):
             s.truncated = e.truncated
             self._score_use(s, e)

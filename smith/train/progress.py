@@ -1,7 +1,7 @@
 """What a training run shows a person: one line per step, a before -> after summary, `curves.png`.
 
 TRL's own per-step dict (about 50 keys) still goes to `metrics.jsonl`; the console gets the few numbers
-that say whether SMITH is learning: the four reward axes, use accuracy, pool size, dropped groups, time.
+that say whether SMITH is learning: the reward axes, use accuracy, pool size, dropped groups, time.
 """
 
 from __future__ import annotations

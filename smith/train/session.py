@@ -400,6 +400,7 @@ def rollout_settings(cfg: DictConfig | TrainConfig, run_dir: Path) -> RolloutSet
         eta_min=conf.use.eta_min,
         n_distractors=conf.use.n_distractors,
         max_tool_output_chars=conf.use.max_tool_output_chars,
+        max_turn_tokens=conf.use.max_turn_tokens,
         evaluator=conf.evaluator.kind,
         judge=conf.judge.kind,
         evaluator_max_turns=conf.evaluator.max_turns,
