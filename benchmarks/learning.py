@@ -7,10 +7,11 @@ Prints per seed the per-axis means over the first and last 5 steps of both arms,
 accuracy of each final checkpoint on fresh items of the trained categories (`eval.py suite=rg
 mode=build_use`, 2 distractor tools as in training), and as its last line
 
-    learning gain smith=<x> control=<y> paired=<z>
+    learning gain smith=<x> control=<y> paired=<z> use_min=<w>
 
 gain = mean (evaluation + use reward) over the last 5 steps minus over the first 5; paired = mean over the
-last 5 steps of (smith - control); each averaged over seeds.
+last 5 steps of (smith - control); each averaged over seeds; use_min = the lowest per-seed use reward of smith's
+last 5 steps. Before it, the per-seed table of docs/training.md.
 
     python benchmarks/learning.py [--seeds 0 1 2] [--steps 30] [--eval-items 10] [--out DIR]
 """
@@ -63,7 +64,7 @@ def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
             f"suite.n_distractors={min(2, len(categories) - 1)}",
             f"limit={items}", f"output_dir={dest}"]
     subprocess.run(args, cwd=ROOT, env=_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cells = json.loads((dest / "summary.json").read_text())["categories"].values()
+    cells = json.loads((dest / "summary.json").read_text())["details"]["categories"].values()
     return sum(c["correct"] for c in cells) / sum(c["n"] for c in cells)
 
 
@@ -80,6 +81,7 @@ def main() -> None:
     print(f"runs in {out}")
     gains: dict[str, list[float]] = {"smith": [], "control": []}
     paired, use_last = [], {"smith": [], "control": []}
+    table = []
     for seed in a.seeds:
         runs = train_arms(seed, a.steps, out, a.overrides)
         rows = {arm: read_metrics(run) for arm, run in runs.items()}
@@ -101,12 +103,21 @@ def main() -> None:
         print(f"  use reward, last 5: smith {use_last['smith'][-1]:.3f}  control {use_last['control'][-1]:.3f}")
         print(f"  held-out build_use accuracy ({a.eval_items} per category): smith {acc['smith']:.3f}  "
               f"control {acc['control']:.3f}")
+        table.append(f"| {seed} | {paired[-1]:+.2f} | {gains['smith'][-1]:+.2f} / {gains['control'][-1]:+.2f} | "
+                     + " | ".join(" / ".join(f"{window_means(rows[arm], key, True):.2f} -> "
+                                             f"{window_means(rows[arm], key, False):.2f}" for arm in rows)
+                                  for key in ("rewards/evaluation/mean", "rewards/use/mean"))
+                     + f" | {acc['smith']:.2f} / {acc['control']:.2f} |")
 
     def mean(xs: list[float]) -> float:
         return sum(xs) / len(xs)
 
+    print("\n| seed | paired (smith - control, last 5) | gain smith / control | evaluation, first -> last 5 "
+          "(smith / control) | use, first -> last 5 (smith / control) | held-out accuracy (smith / control) |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(table))
     print(f"\nlearning gain smith={mean(gains['smith']):.3f} control={mean(gains['control']):.3f} "
-          f"paired={mean(paired):.3f}")
+          f"paired={mean(paired):.3f} use_min={min(use_last['smith']):.3f}")
 
 
 if __name__ == "__main__":

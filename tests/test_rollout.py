@@ -186,6 +186,28 @@ def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_pa
     assert sandbox.quiesce()
 
 
+def test_staged_admissions_tell_each_trace_whether_the_pool_took_its_tool(tok, sandbox, bank, tmp_path):
+    """The trainer stages admissions to share them across ranks; once shared, a tool the pool refused (the same
+    code again) says so in its trace, not "admitted" for every candidate."""
+    from types import SimpleNamespace
+
+    from accelerate import Accelerator
+
+    cfg = OmegaConf.create({"model": {"name_or_path": "tiny"}, "seed": 0,
+                            "evaluator": {"sync_every": 5, "kind": "direct"}, "judge": {"kind": "none"}})
+    session = Session(cfg, tmp_path, ToolPool())
+    ro = Rollout(ScriptedBackend(tok, lambda ctx: response(REVERSE, SCHEMA)), sandbox,
+                 Limits(timeout_s=2.0, memory_mb=256), session.pool,
+                 RolloutSettings(max_completion_length=600, evaluator="direct", judge="none"), admit=session.stage)
+    try:
+        a, b = ro.run([build_task(bank), build_task(bank)], [], random.Random(0))
+    finally:
+        ro.close()
+    assert a.trace["admitted"] is None and b.trace["admitted"] is None and len(session.pool) == 0  # staged
+    ro.settle_admissions(session.share_admissions(SimpleNamespace(accelerator=Accelerator(cpu=True))))
+    assert sorted([a.trace["admitted"], b.trace["admitted"]]) == [False, True] and len(session.pool) == 1
+
+
 def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     item = bank[("spell_backward", "hard")][1]
 

@@ -113,7 +113,7 @@ class Rollout:
         retriever: Any = None,
         catalog: Catalog | None = None,
     ) -> None:
-        """`admit(entry) -> bool` defaults to `pool.admit`; the trainer stages admissions to share them
+        """`admit(entry) -> bool | None` defaults to `pool.admit`; the trainer stages admissions (None) to share them
         across ranks so every rank's pool stays identical. `retriever` (a `smith.pool.retrieval`
         AdaptiveRetriever) builds use menus from the whole pool once it outgrows `settings.menu_size`. `catalog`
         scores answers (`tasks.catalog`; None: the packaged one)."""
@@ -129,6 +129,7 @@ class Rollout:
         self._model_lock = threading.Lock()
         self._pool_lock = threading.Lock()
         self.admit = admit or pool.admit
+        self._pending: list[tuple[dict[str, Any], PoolEntry]] = []
         self.retriever = retriever
         self.last_grading_wait = 0.0
         self._step = 0
@@ -203,7 +204,15 @@ class Rollout:
                               self._step, self.s.source_run)
             with self._pool_lock:
                 trace["admitted"] = self.admit(entry)
+                if trace["admitted"] is None:  # staged across ranks: `settle_admissions` tells it
+                    self._pending.append((trace, entry))
         return {"format": format_reward(parsed), "evaluation": ev.r_eval, "judge": r_judge}
+
+    def settle_admissions(self, verdicts: dict[int, bool]) -> None:
+        """Each staged candidate's trace learns whether the pool took it (`Session.share_admissions`)."""
+        pending, self._pending = self._pending, []
+        for trace, entry in pending:
+            trace["admitted"] = verdicts[id(entry)]
 
     def _judge(self, parsed: Any, text: str, trace: dict[str, Any]) -> float:
         """The judge model's scores mapped to r_judge; an unparseable reply gives the documented neutral value."""

@@ -72,19 +72,20 @@ class Session:
         self.last_sync = last_sync
 
     # -- pool admissions across ranks ------------------------------------------------------------------
-    def stage(self, entry: PoolEntry) -> bool:
+    def stage(self, entry: PoolEntry) -> None:
+        """Hold a candidate until every rank's are shared: admitted or not is decided then (None: not yet)."""
         self.staged.append(entry)
-        return True
 
-    def share_admissions(self, trainer: Any) -> None:
-        """Every rank admits every rank's candidates in the same order, so pools stay identical."""
+    def share_admissions(self, trainer: Any) -> dict[int, bool]:
+        """Every rank admits every rank's candidates in the same order, so pools stay identical. Returns, for this
+        rank's own candidates (by `id`), whether the pool took them."""
         from accelerate.utils import gather_object
 
         staged, self.staged = self.staged, []
         everyone = gather_object([staged]) if trainer.accelerator.num_processes > 1 else [staged]
-        for entries in everyone:
-            for e in entries:
-                self.pool.admit(e)
+        everyone[trainer.accelerator.process_index] = staged  # the same entries, as this rank's samples hold them
+        verdicts = {id(e): self.pool.admit(e) for entries in everyone for e in entries}
+        return {id(e): verdicts[id(e)] for e in staged}
 
     def log_rank(self, rank: int, step: int, advantages: list[float]) -> None:
         rows = self.run_dir / "ranks"

@@ -111,7 +111,7 @@ class SmithTrainer(GRPOTrainer):
         samples = self.rollout.run(build, use, rng, step)
         grading = self.rollout.last_grading_wait
         timing = {"sync": synced, "generation": time.perf_counter() - t0 - grading, "grading": grading}
-        sess.share_admissions(self)
+        self.rollout.settle_admissions(sess.share_admissions(self))
         by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
                    "use": iter([s for s in samples if s.kind == "use"])}
         ordered = [next(by_kind[k.split(":")[0]]) for k in prompts]  # back to TRL's order
