@@ -66,6 +66,9 @@ class FixedRollout:
     def _take(self, key):
         return [self.samples[key].pop(0)] if self.samples[key] else []
 
+    def settle_admissions(self, verdicts) -> None:
+        """The pre-made samples stage no tool, so there is nothing to tell."""
+
 
 class KeySource:
     def task(self, key):
@@ -75,10 +78,11 @@ class KeySource:
 def make_args(out: str, steps: int, G: int, per_device: int, **smith):
     from trl import GRPOConfig
 
-    from smith.train.args import SmithGRPOConfig
+    from smith.train.args import SmithGRPOConfig, mixed_precision
 
     return (SmithGRPOConfig if smith else GRPOConfig)(
-        **smith, output_dir=out, max_steps=steps, per_device_train_batch_size=per_device, num_generations=G,
+        **smith, **mixed_precision("float32", on_gpu=False), output_dir=out, max_steps=steps,
+        per_device_train_batch_size=per_device, num_generations=G,
         max_completion_length=64, loss_type="dapo", epsilon_high=0.28, beta=0.0, learning_rate=1e-4, logging_steps=1,
         report_to=[], use_cpu=True, shuffle_dataset=False, save_strategy="no", disable_tqdm=True, seed=0,
         multi_objective_aggregation="normalize_then_sum", remove_unused_columns=False)

@@ -17,16 +17,24 @@ RECIPES = sorted(p.stem for p in (ROOT / "recipes" / "recipe").glob("*.yaml"))
 CONFIGS = {"SFTConfig", "GRPOConfig", "SmithGRPOConfig", "TrainingArguments", "Seq2SeqTrainingArguments"}
 
 
-def test_only_smith_train_args_builds_training_configs():
-    """Any new SFT or GRPO run has to come through mixed_precision: a config built elsewhere fails here."""
-    built = []
+def test_every_training_config_takes_its_precision_from_smith():
+    """Any new SFT or GRPO run has to come through smith.train.args or pass `**mixed_precision(...)`: a config
+    built any other way fails here."""
+    built, unchecked = [], []
     for path in [*(ROOT / "smith").rglob("*.py"), *(ROOT / "benchmarks").glob("*.py"), ROOT / "train.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call):
-                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-                if name in CONFIGS:
-                    built.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert built and all(b.startswith("smith/train/args.py:") for b in built), built
+            if not isinstance(node, ast.Call):
+                continue
+            names = {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(node.func)}
+            if not names & CONFIGS:
+                continue
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
+            built.append(where)
+            precision = any(k.arg is None and isinstance(k.value, ast.Call)
+                            and getattr(k.value.func, "id", None) == "mixed_precision" for k in node.keywords)
+            if not (where.startswith("smith/train/args.py:") or precision):
+                unchecked.append(where)
+    assert built and not unchecked, unchecked
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
