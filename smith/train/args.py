@@ -132,7 +132,8 @@ def mixed_precision(dtype: str, on_gpu: bool) -> dict[str, bool]:
 
 def sft_args(output_dir: str | Path, on_gpu: bool, dtype: str = "float32", **fields: Any) -> SFTConfig:
     """TRL's SFTConfig as every smith SFT run uses it (the warm start, distillation, benchmarks/warm_sft.py):
-    the precision of `mixed_precision`, no checkpoints, no reporting, no gradient checkpointing (a 1.2M model)."""
+    the precision of `mixed_precision`, no checkpoints, no reporting, no gradient checkpointing (both callers
+    turned it off before; a field passed here overrides any of these)."""
     defaults = dict(max_length=None, save_strategy="no", report_to=[], dataloader_num_workers=0,
                     gradient_checkpointing=False)
     return SFTConfig(output_dir=str(output_dir), use_cpu=not on_gpu, **mixed_precision(dtype, on_gpu),
