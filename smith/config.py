@@ -55,6 +55,18 @@ class ModelConfig:
 
 
 @dataclass
+class ColdConfig:
+    demos: int = knob(0, "cold-start SFT before RL on this many rewarded demonstrations of the reply formats "
+                      "(smith.train.cold); 0: none, RL starts from the model as it is", min=0)
+    epochs: float = knob(1.0, "passes over the demonstrations", min=0.0)
+    learning_rate: float = knob(1.0e-3, "peak learning rate of the cold start's LoRA (cosine schedule)", min=0.0)
+    batch_size: int = knob(4, "demonstrations per optimizer step", min=1)
+    lora_r: int = knob(16, "rank of the cold start's LoRA (merged into the weights RL starts from)", min=1)
+    max_tokens: int = knob(768, "demonstrations longer than this many tokens are left out", min=1)
+    dir: str = knob("checkpoints/.cold-start", "where the cold-started model is built (cached by base and settings)")
+
+
+@dataclass
 class LoraConfig:
     r: int = knob(64, "LoRA rank", min=1)
     alpha: int = knob(128, "LoRA alpha", min=0)
@@ -219,6 +231,7 @@ class TrainConfig:
     device: str = knob("auto", "auto | cpu | cuda", choices=("auto", "cpu", "cuda"))
     model: ModelConfig = knob(factory=ModelConfig)
     lora: LoraConfig = knob(factory=LoraConfig)
+    cold: ColdConfig = knob(factory=ColdConfig)
     dapo: DapoConfig = knob(factory=DapoConfig)
     build: BuildConfig = knob(factory=BuildConfig)
     use: UseConfig = knob(factory=UseConfig)

@@ -59,6 +59,14 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
             path = str(build_real_model(cfg.model.real_dir)[0].resolve())
     elif Path(name).is_dir():  # adapters name their base by this path: absolute, so they load from anywhere
         path = str(Path(name).resolve())
+    if int(cfg.cold.demos) > 0:
+        from smith.config import typed
+        from smith.train.cold import build_cold_start
+
+        with PartialState().main_process_first():
+            path = str(build_cold_start(path, cfg.cold.dir, typed(cfg).cold, seed=int(cfg.seed),
+                                        cache_dir=str(cfg.tasks.cache_dir), on_gpu=on_gpu,
+                                        dtype=str(cfg.model.dtype))[0].resolve())
     dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
     chat_format(tok, thinking=bool(cfg.model.thinking))  # every backend on this tokenizer renders and reads so
@@ -215,8 +223,8 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     with ExitStack() as stack:
         sandbox, limits = make_sandbox(cfg)
         stack.callback(sandbox.close)
-        # the warm model lives at a local path only: checkpoints name that path as their base
-        base = model_path if cfg.model.name_or_path == "tiny-warm" else None
+        # the warm and cold-started models live at a local path only: checkpoints name that path as their base
+        base = model_path if cfg.model.name_or_path == "tiny-warm" or int(cfg.cold.demos) > 0 else None
         session = Session(cfg, run_dir, pool, base_model=base)
         # admissions are staged by the session, so that every rank admits every rank's tools in one order
         make_rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool,

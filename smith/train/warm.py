@@ -117,6 +117,7 @@ class Demo:
     tools: list[dict[str, Any]] | None
     turns: list[Turn]
     then: Demo | None = None
+    right: bool = True  # what the rollout would reward: a correct, well-formed tool; the right tool's output
 
 
 def said(text: str) -> dict[str, Any]:
@@ -216,7 +217,7 @@ def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORI
         question = rng.choice(hard[category]).question
         if kind == "build":
             text, _, ok = demo_tool(category, rng, malformed=rng.random() < P_MALFORMED)
-            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(said(text), None)]))
+            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(said(text), None)], right=ok))
             right[kind].append(ok)
             continue
         if kind == "inner":
@@ -224,14 +225,16 @@ def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORI
             menu, target = _menu(own, categories, rng)
             turns, ok = _use_turns(question, menu, target, rng)
             then = Demo(inner_use_messages(target, question), [e.tool.openai_tool(k) for k, e in menu.items()], turns)
-            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(said(text), None)], then))
+            demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(said(text), None)], then,
+                              right=ok and built_ok))
             right[kind].append(ok and built_ok)
             continue
         # the pool holds tools with r_eval > 0: mostly correct ones, some that only pass easy-looking items
         match = demo_tool(category, rng)[1]
         menu, target = _menu(match, categories, rng)
         turns, ok = _use_turns(question, menu, target, rng)
-        demos.append(Demo(use_messages(question), [e.tool.openai_tool(k) for k, e in menu.items()], turns))
+        demos.append(Demo(use_messages(question), [e.tool.openai_tool(k) for k, e in menu.items()], turns,
+                          right=ok and match.r_eval > 0))
         right[kind].append(ok and match.r_eval > 0)
     return demos, {k: sum(v) / max(len(v), 1) for k, v in right.items()}
 
@@ -309,7 +312,8 @@ class PlainLossSFTTrainer(SFTTrainer):
 class LearntPositionsSFTTrainer(PlainLossSFTTrainer):
     """The same cross-entropy, with the LM head applied only where a label is learnt: most positions of a copy
     drill or a demonstration are context, and with a 3,072-token vocabulary over a 128-wide model the head is a
-    large share of the compute (benchmarks/warm_sft.py: the same final loss as TRL's defaults, and the speed)."""
+    large share of the compute (benchmarks/warm_sft.py: the same final loss as TRL's defaults, and the speed).
+    A PEFT model (the cold start, smith.train.cold) runs through its base, where the adapters sit in place."""
 
     def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
                      ) -> Any:
@@ -318,6 +322,7 @@ class LearntPositionsSFTTrainer(PlainLossSFTTrainer):
         if return_outputs:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         labels = inputs["labels"][:, 1:]
+        model = model.get_base_model() if hasattr(model, "get_base_model") else model
         hidden = model.model(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"))
         learnt = labels != -100
         loss = F.cross_entropy(model.lm_head(hidden.last_hidden_state[:, :-1][learnt]), labels[learnt], reduction="sum")
