@@ -87,7 +87,14 @@ class DapoConfig:
     gradient_checkpointing: bool = knob(True, "trade compute for memory on big models; the tiny CPU recipe turns "
                                         "it off")
     std_floor: float = knob(0.1, "per-axis std floor for normalise-then-sum advantages", min=0.0)
-    dynamic_sampling: bool = knob(True, "drop groups with zero variance on every axis")
+    dynamic_sampling: str = knob(
+        "refill", "groups with zero variance on every axis: refill (DAPO) replaces them with fresh groups of the "
+        "same kind that have signal, up to refill_rounds extra rounds, and drops those still tied | drop: leaves them "
+        "out of the loss | off: keeps them (advantage 0, their tokens in the DAPO denominator)",
+        choices=("refill", "drop", "off"))
+    refill_rounds: int = knob(3, "dynamic_sampling=refill: extra generation rounds at most per batch", min=0)
+    refill_oversample: int = knob(2, "dynamic_sampling=refill: fresh groups generated per missing group in a round",
+                                  min=1)
     vllm_importance_sampling: str = knob(
         "token_truncate", "TRL's vllm_importance_sampling_mode on the vLLM backend: token_truncate corrects each token "
         "of a multi-turn episode by its own clipped ratio; TRL's default sequence_mask gives a whole episode one ratio",

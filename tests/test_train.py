@@ -155,12 +155,12 @@ def test_kill_9_then_resume_keeps_pool_and_step(tiny_model_dir, tmp_path):
     assert {e["code"] for e in saved["entries"]} <= codes  # nothing lost from the checkpointed pool
 
 
-def _torchrun(ranks: int, steps: int, tiny_model_dir: Path, tmp_path: Path) -> Path:
+def _torchrun(ranks: int, steps: int, tiny_model_dir: Path, tmp_path: Path, *extra: str) -> Path:
     """`steps` of 2 prompts x G=2 on `ranks` CPU processes; returns the run directory."""
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     run = tmp_path / "run"
     cmd = [torchrun, "--standalone", "--nproc_per_node", str(ranks), "train.py", *overrides(tiny_model_dir, tmp_path),
-           f"max_steps={steps}", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}"]
+           f"max_steps={steps}", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}", *extra]
     env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -179,6 +179,23 @@ def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
             for name in ("rollouts.jsonl", "rollouts.rank1.jsonl")]
     assert [[(e["step"], e["kind"]) for e in log] for log in logs] == [
         [(1, "build")] * 2 + [(2, "build")] * 2, [(1, "use")] * 2 + [(2, "use")] * 2]
+
+
+def test_two_cpu_ranks_refill_in_step(tiny_model_dir, tmp_path):
+    """Refill on 2 ranks, one group each: a rank missing no group still joins every round (no hang), and both
+    ranks train on the same gathered advantages and pool. From step 2 the scripted user answers every use
+    question alike, so rank 1's use groups tie, the fresh ones too: all 3 rounds run, the group is dropped."""
+    run = _torchrun(2, 2, tiny_model_dir, tmp_path, "dapo.dynamic_sampling=refill")
+    r0 = (run / "ranks" / "rank0.jsonl").read_text().splitlines()
+    assert len(r0) == 2 and r0 == (run / "ranks" / "rank1.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    last = rows[-1]
+    assert last["dynamic_sampling/extra_rounds"] == 3.0 and last["dynamic_sampling/groups_generated"] == 2 + 3 * 2
+    assert last["dynamic_sampling/groups_kept"] == 1.0
+    logs = [[json.loads(x) for x in (run / name).read_text().splitlines()]
+            for name in ("rollouts.jsonl", "rollouts.rank1.jsonl")]
+    assert [(e["step"], e["kind"]) for e in logs[0]] == [(1, "build")] * 2 + [(2, "build")] * 2
+    assert [e["kind"] for e in logs[1]] == ["use"] * 4
 
 
 def test_groups_split_across_four_ranks(tiny_model_dir, tmp_path):

@@ -98,9 +98,10 @@ class Session:
 
     # -- logging ---------------------------------------------------------------------------------------
     def record(self, samples: list[Sample], rank: int = 0, step: int = 0, keys: list[str] | None = None,
-               timing: dict[str, float] | None = None) -> None:
+               timing: dict[str, float] | None = None, counts: dict[str, float] | None = None) -> None:
         """Per-step metrics beyond TRL's own: format failures, sandbox faults, pool sizes, use outcomes, `timing`
-        (seconds by phase); and this rank's episodes, appended to its own log (ranks never share a file)."""
+        (seconds by phase), `counts` (logged under their own names: the refill's); and this rank's episodes,
+        appended to its own log (ranks never share a file)."""
         m: dict[str, float] = {}
         builds = [s for s in samples if "parse" in s.trace]
         for reason, n in format_reasons(samples).items():
@@ -130,6 +131,7 @@ class Session:
         m["tokens/tool_output"] = sum(len(s.mask) - sum(s.mask) for s in samples) / max(len(samples), 1)
         for k, v in (timing or {}).items():
             m[f"time/{k}"] = v
+        m.update(counts or {})
         self.step_metrics = m
         with (self.run_dir / ("rollouts.jsonl" if rank == 0 else f"rollouts.rank{rank}.jsonl")).open("a") as f:
             for s, key in zip(samples, keys or [None] * len(samples), strict=True):
