@@ -71,8 +71,10 @@ class DapoConfig:
     advantage: str = knob("per_axis", "the advantage estimator, by name: per_axis (normalise each axis within its "
                           "group, then the weighted sum) | sum_then_normalize; the names are those of the registry "
                           "smith.train.advantages.ADVANTAGES, checked by smith.train.checks.check_config")
-    epsilon: float = knob(0.2, "lower clip range", min=0.0)
-    epsilon_high: float = knob(0.28, "upper clip range (clip-higher)", min=0.0)
+    epsilon: float = knob(0.2, "lower clip range: the ratio of a negative-advantage token is held at 1 - epsilon "
+                          "(binds only with updates_per_batch > 1)", min=0.0)
+    epsilon_high: float = knob(0.28, "upper clip range (clip-higher): the ratio of a positive-advantage token is "
+                               "held at 1 + epsilon_high (binds only with updates_per_batch > 1)", min=0.0)
     beta: float = knob(0.01, "KL coefficient", min=0.0)
     num_generations: int = knob(8, "G samples per prompt", min=2)
     prompts_per_step: int = knob(8, "B prompts per optimizer step, split build:use by build.fraction", min=1)
@@ -94,6 +96,9 @@ class DapoConfig:
         choices=("refill", "drop", "off"))
     refill_rounds: int = knob(3, "dynamic_sampling=refill: extra generation rounds at most per batch", min=0)
     refill_oversample: int = knob(2, "dynamic_sampling=refill: fresh groups generated per missing group in a round",
+                                  min=1)
+    updates_per_batch: int = knob(1, "optimizer steps on each generated batch (TRL's num_iterations); above 1 the "
+                                  "importance ratio leaves 1 and epsilon / epsilon_high clip (the reference runs 1)",
                                   min=1)
     vllm_importance_sampling: str = knob(
         "token_truncate", "TRL's vllm_importance_sampling_mode on the vLLM backend: token_truncate corrects each token "

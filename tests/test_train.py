@@ -74,6 +74,26 @@ def test_optimizer_steps_change_only_the_policy_and_sync_copies_it(tiny_model_di
     assert rows[0]["rewards/format/mean"] == pytest.approx(0.25)  # one good (0.5), one malformed (0) build
 
 
+def test_updates_per_batch_reuses_each_batch_and_its_second_update_clips(tiny_model_dir, tmp_path):
+    """Issue 30: `dapo.updates_per_batch=2` makes two optimizer steps of each generated batch (TRL's num_iterations),
+    the second against the first's log-probs, so the ratio leaves 1 and the clip ranges bind. A step stays an
+    optimizer step: 4 steps, 2 rollouts (logged at steps 1 and 3), the evaluator re-synced at the first rollout
+    past each `sync_every`."""
+    run = tmp_path / "run"
+    cfg = compose("config", overrides(tiny_model_dir, tmp_path, f"output_dir={run}", "max_steps=4", "save_every=100",
+                                      "dapo.updates_per_batch=2", "dapo.learning_rate=0.05",
+                                      "evaluator.sync_every=1"), ("recipe",))
+    train(cfg, resolve_run_dir(cfg))
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert [r["step"] for r in rows if "rewards/format/mean" in r] == [1, 3]
+    episodes = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    assert sorted({e["step"] for e in episodes}) == [1, 3]
+    assert rows[0]["clip_ratio/region_mean"] == 0.0  # the first update of a batch is on its own samples
+    assert rows[1]["clip_ratio/region_mean"] > 0 or rows[3]["clip_ratio/region_mean"] > 0
+    assert rows[0]["time/sync"] == 0.0 and rows[2]["time/sync"] > 0  # step 3's rollout follows step 2's update
+
+
 def _train_cli(*args: str, wait: bool = True, env_extra: dict | None = None):
     env = {**os.environ, "WANDB_MODE": "disabled", **(env_extra or {})}
     cmd = [sys.executable, "train.py", *args]

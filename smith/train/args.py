@@ -42,9 +42,9 @@ class SmithGRPOConfig(GRPOConfig):
 
 
 def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
-    """Completions per device and micro-step; a batch that does not split is refused, and so is refill on a batch
-    whose processes would not each hold whole GRPO groups (train() asks before the model loads, so the refusal is
-    immediate)."""
+    """Completions per device and micro-step; a batch that does not split is refused, and so are refill on a batch
+    whose processes would not each hold whole GRPO groups and checkpoints that would fall inside a batch trained on
+    for several steps (train() asks before the model loads, so the refusal is immediate)."""
     d = cfg.dapo
     completions = int(d.prompts_per_step) * int(d.num_generations)
     per_device, rem = divmod(completions, num_processes * int(d.gradient_accumulation_steps))
@@ -59,6 +59,11 @@ def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
         raise ConfigError(f"dapo.dynamic_sampling=refill replaces whole groups on each process: "
                           f"dapo.prompts_per_step={d.prompts_per_step} must be a multiple of the {num_processes} "
                           "processes (or use dapo.dynamic_sampling=drop)")
+    u = int(d.updates_per_batch)
+    for key, steps in (("save_every", int(cfg.save_every)), ("max_steps", int(cfg.max_steps))):
+        if steps % u:
+            raise ConfigError(f"{key}={steps} must be a multiple of dapo.updates_per_batch={u}: a checkpoint inside a "
+                              "batch would resume by rolling that batch out again")
     return per_device
 
 
@@ -79,6 +84,7 @@ OWNED = {
     "generation_batch_size": "dapo.prompts_per_step", "steps_per_generation": "dapo.gradient_accumulation_steps",
     "advantage": "dapo.advantage", "std_floor": "dapo.std_floor", "dynamic_sampling": "dapo.dynamic_sampling",
     "refill_rounds": "dapo.refill_rounds", "refill_oversample": "dapo.refill_oversample",
+    "num_iterations": "dapo.updates_per_batch",
     "loss_norm": "dapo.loss_norm", "fp16": "model.dtype",
     "vllm_importance_sampling_mode": "dapo.vllm_importance_sampling",
 }
@@ -168,6 +174,7 @@ def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_pr
         max_steps=int(cfg.max_steps),
         per_device_train_batch_size=per_device,
         gradient_accumulation_steps=int(d.gradient_accumulation_steps),
+        num_iterations=int(d.updates_per_batch),  # optimizer steps per generated batch: old log-probs, clipping
         num_generations=int(d.num_generations),
         max_completion_length=int(d.max_completion_length),
         temperature=float(d.temperature),

@@ -53,11 +53,12 @@ class Session:
 
     # -- evaluator / judge sync ------------------------------------------------------------------------
     def maybe_sync(self, trainer: Any, step: int) -> float:
-        """Re-sync the frozen copy to the policy every `sync_every` steps (0: never, the No-Sync ablation);
-        returns the seconds it took (0.0 without a sync; logged as `time/sync`)."""
+        """Re-sync the frozen copy to the policy every `sync_every` steps (0: never, the No-Sync ablation): at the
+        first rollout at or past each multiple of `sync_every` (with `dapo.updates_per_batch` > 1 rollouts do not
+        start every step); returns the seconds it took (0.0 without a sync; logged as `time/sync`)."""
         if not self.has_evaluator_copy or self.sync_every <= 0:
             return 0.0
-        if step > 0 and step % self.sync_every == 0 and step != self.last_sync:
+        if step // self.sync_every > self.last_sync // self.sync_every:
             t0 = time.perf_counter()
             sync_evaluator(trainer.accelerator.unwrap_model(trainer.model))
             if torch.cuda.is_available():
@@ -163,7 +164,8 @@ class SmithCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         total = time.perf_counter() - self._step_start
-        rollout = sum(self.s.step_metrics.get(f"time/{k}", 0.0) for k in ("sync", "generation", "grading"))
+        # consumed (already logged): a step that reuses its batch (`dapo.updates_per_batch` > 1) rolls nothing out
+        rollout = sum(self.s.step_metrics.pop(f"time/{k}", 0.0) for k in ("sync", "generation", "grading"))
         self._update = max(total - rollout, 0.0)
 
     def on_log(self, args, state, control, logs=None, **kw):  # noqa: ANN001, ANN201
