@@ -20,6 +20,7 @@ from transformers import TrainerCallback
 
 from smith.entry import ConfigError, compose
 from smith.train import resolve_run_dir
+from smith.train.progress import rolled_out, summary
 from smith.train.run import train
 
 from .conftest import ROOT, models_endpoint
@@ -86,7 +87,8 @@ def test_updates_per_batch_reuses_each_batch_and_its_second_update_clips(tiny_mo
     train(cfg, resolve_run_dir(cfg))
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
-    assert [r["step"] for r in rows if "rewards/format/mean" in r] == [1, 3]
+    assert [r["step"] for r in rows if "rewards/format/mean" in r] == [r["step"] for r in rolled_out(rows)] == [1, 3]
+    assert "mean of the first and last 1 steps" in summary(rows)  # of the 2 rollouts, not of the 4 steps
     episodes = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
     assert sorted({e["step"] for e in episodes}) == [1, 3]
     assert rows[0]["clip_ratio/region_mean"] == 0.0  # the first update of a batch is on its own samples
