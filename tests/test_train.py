@@ -379,6 +379,7 @@ def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path):
 
 @pytest.mark.parametrize("override", ["rewards.weights.use=abc", "openai.concurrency=0", "model.dtype=float8",
                                       "logging.wandb=yes", "dapo.dynamic_sampling=maybe",
+                                      "dapo.mask_truncated_completions=maybe",
                                       "model.name_or_path=./no-model", "pool.retrieval=bm52",
                                       "model.tiny_dir=/proc/smith/model"])
 def test_other_settings_fail_in_one_line_before_loading(override, tmp_path):
