@@ -18,9 +18,10 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
+from smith.curves import rolled_out
 from smith.entry import ConfigError, compose
 from smith.train import resolve_run_dir
-from smith.train.progress import rolled_out, summary
+from smith.train.progress import summary
 from smith.train.run import train
 
 from .conftest import ROOT, models_endpoint

@@ -12,7 +12,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from smith.curves import number, plot_curves, read_metrics
+from smith.curves import number, plot_curves, read_metrics, rolled_out
 from smith.rewards import AXES
 
 # (metrics.jsonl key, console label); curves.png draws these and more (smith/curves.py)
@@ -36,12 +36,6 @@ def window_means(rows: list[dict[str, Any]], key: str, first: bool, n: int = WIN
     values = [v for r in rows if (v := number(r.get(key))) is not None]
     picked = values[:n] if first else values[-n:]
     return sum(picked) / len(picked) if picked else None
-
-
-def rolled_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The steps that rolled out a batch (TRL's `reward` is logged then): with `dapo.updates_per_batch` > 1 the
-    other steps only update on it and log no rewards."""
-    return [r for r in rows if "reward" in r]
 
 
 def summary(rows: list[dict[str, Any]]) -> str:
