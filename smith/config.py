@@ -83,8 +83,10 @@ class DapoConfig:
     advantage: str = knob("per_axis", "the advantage estimator, by name: per_axis (normalise each axis within its "
                           "group, then the weighted sum) | sum_then_normalize; the names are those of the registry "
                           "smith.train.advantages.ADVANTAGES, checked by smith.train.checks.check_config")
-    epsilon: float = knob(0.2, "lower clip range", min=0.0)
-    epsilon_high: float = knob(0.28, "upper clip range (clip-higher)", min=0.0)
+    epsilon: float = knob(0.2, "lower clip range: the ratio of a negative-advantage token is held at 1 - epsilon "
+                          "(binds only with updates_per_batch > 1)", min=0.0)
+    epsilon_high: float = knob(0.28, "upper clip range (clip-higher): the ratio of a positive-advantage token is "
+                               "held at 1 + epsilon_high (binds only with updates_per_batch > 1)", min=0.0)
     beta: float = knob(0.01, "KL coefficient", min=0.0)
     num_generations: int = knob(8, "G samples per prompt", min=2)
     prompts_per_step: int = knob(8, "B prompts per optimizer step, split build:use by build.fraction", min=1)
@@ -99,7 +101,17 @@ class DapoConfig:
     gradient_checkpointing: bool = knob(True, "trade compute for memory on big models; the tiny CPU recipe turns "
                                         "it off")
     std_floor: float = knob(0.1, "per-axis std floor for normalise-then-sum advantages", min=0.0)
-    dynamic_sampling: bool = knob(True, "drop groups with zero variance on every axis")
+    dynamic_sampling: str = knob(
+        "refill", "groups with zero variance on every axis: refill (DAPO) replaces them with fresh groups of the "
+        "same kind that have signal, up to refill_rounds extra rounds, and drops those still tied | drop: leaves them "
+        "out of the loss | off: keeps them (advantage 0, their tokens in the DAPO denominator)",
+        choices=("refill", "drop", "off"))
+    refill_rounds: int = knob(3, "dynamic_sampling=refill: extra generation rounds at most per batch", min=0)
+    refill_oversample: int = knob(2, "dynamic_sampling=refill: fresh groups generated per missing group in a round",
+                                  min=1)
+    updates_per_batch: int = knob(1, "optimizer steps on each generated batch (TRL's num_iterations); above 1 the "
+                                  "importance ratio leaves 1 and epsilon / epsilon_high clip (the reference runs 1)",
+                                  min=1)
     vllm_importance_sampling: str = knob(
         "token_truncate", "TRL's vllm_importance_sampling_mode on the vLLM backend: token_truncate corrects each token "
         "of a multi-turn episode by its own clipped ratio; TRL's default sequence_mask gives a whole episode one ratio",

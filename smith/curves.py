@@ -57,6 +57,12 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     return [rows[k] for k in sorted(rows)]
 
 
+def rolled_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps that rolled out a batch (TRL's `reward` is logged then): with `dapo.updates_per_batch` > 1 the
+    other steps only update on it and log no rewards."""
+    return [r for r in rows if "reward" in r]
+
+
 def series(rows: list[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
     """(steps, values) of one metric, where the row has a finite number for it."""
     pts = [(float(r["step"]), v) for r in rows if (v := number(r.get(key))) is not None]

@@ -47,7 +47,7 @@ def test_zero_variance_groups_are_dropped_unless_disabled():
     out = per_axis_advantages(rewards, 2, W, std_floor=0.1)
     assert out.keep.tolist() == [False, False, True, True]
     assert out.advantages[:2].tolist() == [0.0, 0.0]
-    kept = per_axis_advantages(rewards, 2, W, std_floor=0.1, drop_zero_variance=False)
+    kept = per_axis_advantages(rewards, 2, W, std_floor=0.1, dynamic_sampling="off")
     assert kept.keep.all()
 
 
@@ -66,7 +66,7 @@ def test_sum_then_normalize_by_hand():
     assert torch.allclose((out.per_axis * W).sum(-1)[:2], out.advantages[:2], atol=1e-6)
     # the use group is constant: no signal, dropped (and kept, unweighted, when dynamic sampling is off)
     assert out.keep.tolist() == [True, True, False, False] and out.signal.tolist() == out.keep.tolist()
-    assert summed_advantages(rewards, 2, W, std_floor=0.1, drop_zero_variance=False).keep.all()
+    assert summed_advantages(rewards, 2, W, std_floor=0.1, dynamic_sampling="off").keep.all()
 
 
 def test_estimators_are_chosen_by_name():

@@ -161,7 +161,8 @@ def config_value(cfg: dict, key: str) -> float:
 
 CONFIG_KEYS = ["use.eta_mid", "use.eta_min", "use.max_turns", "build.n_examples", "build.k_heldout", "dapo.std_floor",
                "rewards.weights.format", "rewards.weights.evaluation", "rewards.weights.judge",
-               "rewards.weights.use", "dapo.epsilon", "dapo.epsilon_high", "dapo.beta"]
+               "rewards.weights.use", "dapo.epsilon", "dapo.epsilon_high", "dapo.beta", "dapo.updates_per_batch",
+               "dapo.refill_rounds", "dapo.refill_oversample"]
 
 
 @pytest.mark.parametrize("key", CONFIG_KEYS)

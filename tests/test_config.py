@@ -64,14 +64,15 @@ def _library_defaults() -> dict:
                      "band_heldout": "build.band_heldout"},
         efficiency: {"eta_mid": "use.eta_mid", "eta_min": "use.eta_min"},
         correctness_reward: {"max_turns": "use.max_turns", "eta_mid": "use.eta_mid", "eta_min": "use.eta_min"},
-        per_axis_advantages: {"std_floor": "dapo.std_floor", "drop_zero_variance": "dapo.dynamic_sampling"},
-        summed_advantages: {"std_floor": "dapo.std_floor", "drop_zero_variance": "dapo.dynamic_sampling"},
+        per_axis_advantages: {"std_floor": "dapo.std_floor", "dynamic_sampling": "dapo.dynamic_sampling"},
+        summed_advantages: {"std_floor": "dapo.std_floor", "dynamic_sampling": "dapo.dynamic_sampling"},
         ToolPool.__init__: {"cap_per_category": "pool.cap_per_category"},
         OpenAIBackend.__init__: {"timeout_s": "openai.timeout_s", "max_retries": "openai.max_retries",
                                  "concurrency": "openai.concurrency"},
         evaluate_with_model: {"max_turns": "evaluator.max_turns"},
         SmithGRPOConfig: {"advantage": "dapo.advantage", "std_floor": "dapo.std_floor",
-                          "dynamic_sampling": "dapo.dynamic_sampling", "loss_norm": "dapo.loss_norm"},
+                          "dynamic_sampling": "dapo.dynamic_sampling", "refill_rounds": "dapo.refill_rounds",
+                          "refill_oversample": "dapo.refill_oversample", "loss_norm": "dapo.loss_norm"},
     }
 
 
@@ -113,7 +114,10 @@ def test_library_defaults_come_from_the_config(obj):
 @pytest.mark.parametrize(("change", "message"), [
     (lambda c: setattr(c, "max_steps", 0), "max_steps=0 must be an integer >= 1"),
     (lambda c: setattr(c.evaluator, "kind", "foo"), "evaluator.kind=foo is not one of self, direct, external"),
-    (lambda c: setattr(c.dapo, "dynamic_sampling", "maybe"), "dapo.dynamic_sampling=maybe must be true or false"),
+    (lambda c: setattr(c.dapo, "dynamic_sampling", "maybe"),
+     "dapo.dynamic_sampling=maybe is not one of refill, drop, off"),
+    (lambda c: setattr(c.dapo, "dynamic_sampling", True),  # the boolean it was before refill
+     "dapo.dynamic_sampling=true is not one of refill, drop, off"),
     (lambda c: setattr(c.rewards.weights, "use", "abc"), "rewards.weights.use=abc must be a number >= 0.0"),
     (lambda c: setattr(c.sandbox, "timeout_s", 0.0), "sandbox.timeout_s=0 must be a number >= 0.001"),
 ])

@@ -25,7 +25,8 @@ from .chat_families import family_model, family_tokenizer
 SHAPES = ["generation.backend=scripted", "device=cpu", "model.dtype=float32", "max_steps=1", "save_every=1",
           "dapo.num_generations=2", "dapo.prompts_per_step=2", "dapo.gradient_checkpointing=false",
           "dapo.warmup_steps=0", "build.k_heldout=2", "lora.r=4", "lora.alpha=8", "sandbox.workers=2",
-          "tasks.categories=[spell_backward,lcm]", "tasks.bank_size=16"]
+          "tasks.categories=[spell_backward,lcm]", "tasks.bank_size=16",
+          "dapo.dynamic_sampling=drop"]  # one step of the recipe as sampled (refill: tests/test_refill.py)
 
 
 def hermes_everywhere(ctx: str, fmt: ReplyFormat) -> str:

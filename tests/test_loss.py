@@ -96,3 +96,49 @@ def test_a_rank_without_one_kind_still_adds_that_term(tiny_model_dir, tmp_path):
     hand = _hand_loss(trainer, only_use, per_kind=False)  # all use: its own count is the whole local count
     assert torch.allclose(loss, hand, rtol=1e-5)
     assert len(trainer._metrics["train"]["entropy"]) == 2
+
+
+def test_clip_higher_binds_asymmetrically_on_known_old_log_probs(tiny_model_dir, tmp_path):
+    """Issue 30: with old log-probs of an earlier update (`dapo.updates_per_batch` > 1) the ratio leaves 1 and TRL's
+    DAPO clips it at 1 - epsilon for negative advantages and 1 + epsilon_high for positive ones: the same 0.25 off
+    1 is clipped below (0.75 < 0.8) and not above (1.25 < 1.28). A clipped token keeps only its KL gradient."""
+    trainer = _trainer(tiny_model_dir, tmp_path, "per_kind")
+    eps, eps_high = trainer.args.epsilon, trainer.args.epsilon_high
+    assert (eps, eps_high) == (0.2, 0.28)
+    batch = _batch(trainer.model.config.vocab_size)
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    trainer.model.train()
+    with torch.no_grad():
+        logits = trainer.model(input_ids=ids).logits[:, P - 1: -1] / trainer.temperature
+        now = logits.log_softmax(-1).gather(-1, batch["completion_ids"].unsqueeze(-1)).squeeze(-1)
+    # advantages 1.0, -0.5, -1.0, 2.0: unclipped above, clipped below, unclipped below, clipped above
+    ratios = torch.tensor([1.25, 0.75, 0.85, 1.35])
+    batch["old_per_token_logps"] = now - ratios.log().unsqueeze(1)
+    trainer._compute_loss(trainer.model, batch).backward()
+    got = _grads(trainer.model)
+    trainer.model.zero_grad()
+
+    def hand(clip: bool) -> torch.Tensor:
+        logits = trainer.model(input_ids=ids).logits[:, P - 1: -1] / trainer.temperature
+        logp = logits.log_softmax(-1).gather(-1, batch["completion_ids"].unsqueeze(-1)).squeeze(-1)
+        ratio = torch.exp(logp - batch["old_per_token_logps"])
+        a = batch["advantages"].unsqueeze(1)
+        bounded = torch.clamp(ratio, 1 - eps, 1 + eps_high) if clip else ratio
+        ref = batch["ref_per_token_logps"]
+        kl = (torch.exp(ref - logp) - (ref - logp) - 1) * (ratio if trainer.args.use_bias_correction_kl else 1.0)
+        per_token = -torch.min(ratio * a, bounded * a) + trainer.beta * kl
+        kept = batch["completion_mask"] * batch["tool_mask"]
+        return sum((per_token * kept)[rows].sum() / kept[rows].sum() for rows in (IS_BUILD, ~IS_BUILD))
+
+    hand(clip=True).backward()
+    want = _grads(trainer.model)
+    trainer.model.zero_grad()
+    hand(clip=False).backward()
+    unclipped = _grads(trainer.model)
+    assert torch.allclose(got, want, rtol=1e-3, atol=1e-6 * want.abs().max().item())
+    assert not torch.allclose(got, unclipped, rtol=1e-2, atol=1e-5)
+    # TRL's logs, one value per kind (build rows 0 and 2, then use rows 1 and 3), over the kept tokens
+    kept = (batch["completion_mask"] * batch["tool_mask"]).sum(1).float()
+    metrics = trainer._metrics["train"]
+    assert metrics["clip_ratio/high_mean"] == pytest.approx([0.0, (kept[3] / (kept[1] + kept[3])).item()])
+    assert metrics["clip_ratio/low_mean"] == pytest.approx([0.0, (kept[1] / (kept[1] + kept[3])).item()])

@@ -104,6 +104,15 @@ def test_series_skips_missing_torn_and_replayed_rows(tmp_path):
     assert "Step 3, the last of 3 logged steps:" in md
 
 
+def test_a_run_trained_several_times_on_each_batch_reports_its_last_rollout(tmp_path):
+    """With `dapo.updates_per_batch=2` only steps 1 and 3 roll out (and log rewards); step 4 only updates."""
+    rows = [{"step": s, "loss": 0, **({"reward": 1.0, "rewards/use/mean": s / 10} if s % 2 else {})}
+            for s in (1, 2, 3, 4)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    md = build_report([tmp_path], tmp_path / "out").read_text()
+    assert "Step 3, the last of 2 steps that rolled out a batch (4 logged):" in md and "| 3 | 0.300 |" in md
+
+
 def test_curves_draw_every_panel_a_real_run_logs(tmp_path):
     """The fixture run is a real tiny run: every panel's keys are in its rows, so none is drawn from nothing."""
     rows = read_metrics(discover([FIXTURES]).runs[0])

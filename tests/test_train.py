@@ -18,8 +18,10 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
+from smith.curves import rolled_out
 from smith.entry import ConfigError, compose
 from smith.train import resolve_run_dir
+from smith.train.progress import summary
 from smith.train.run import train
 
 from .conftest import ROOT, models_endpoint
@@ -72,6 +74,27 @@ def test_optimizer_steps_change_only_the_policy_and_sync_copies_it(tiny_model_di
     for axis in ["format", "evaluation", "judge", "use"]:
         assert f"rewards/{axis}/mean" in rows[0]
     assert rows[0]["rewards/format/mean"] == pytest.approx(0.25)  # one good (0.5), one malformed (0) build
+
+
+def test_updates_per_batch_reuses_each_batch_and_its_second_update_clips(tiny_model_dir, tmp_path):
+    """Issue 30: `dapo.updates_per_batch=2` makes two optimizer steps of each generated batch (TRL's num_iterations),
+    the second against the first's log-probs, so the ratio leaves 1 and the clip ranges bind. A step stays an
+    optimizer step: 4 steps, 2 rollouts (logged at steps 1 and 3), the evaluator re-synced at the first rollout
+    past each `sync_every`."""
+    run = tmp_path / "run"
+    cfg = compose("config", overrides(tiny_model_dir, tmp_path, f"output_dir={run}", "max_steps=4", "save_every=100",
+                                      "dapo.updates_per_batch=2", "dapo.learning_rate=0.05",
+                                      "evaluator.sync_every=1"), ("recipe",))
+    train(cfg, resolve_run_dir(cfg))
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert [r["step"] for r in rows if "rewards/format/mean" in r] == [r["step"] for r in rolled_out(rows)] == [1, 3]
+    assert "mean of the first and last 1 steps" in summary(rows)  # of the 2 rollouts, not of the 4 steps
+    episodes = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    assert sorted({e["step"] for e in episodes}) == [1, 3]
+    assert rows[0]["clip_ratio/region_mean"] == 0.0  # the first update of a batch is on its own samples
+    assert rows[1]["clip_ratio/region_mean"] > 0 or rows[3]["clip_ratio/region_mean"] > 0
+    assert rows[0]["time/sync"] == 0.0 and rows[2]["time/sync"] > 0  # step 3's rollout follows step 2's update
 
 
 def _train_cli(*args: str, wait: bool = True, env_extra: dict | None = None):
@@ -155,12 +178,12 @@ def test_kill_9_then_resume_keeps_pool_and_step(tiny_model_dir, tmp_path):
     assert {e["code"] for e in saved["entries"]} <= codes  # nothing lost from the checkpointed pool
 
 
-def _torchrun(ranks: int, steps: int, tiny_model_dir: Path, tmp_path: Path) -> Path:
+def _torchrun(ranks: int, steps: int, tiny_model_dir: Path, tmp_path: Path, *extra: str) -> Path:
     """`steps` of 2 prompts x G=2 on `ranks` CPU processes; returns the run directory."""
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     run = tmp_path / "run"
     cmd = [torchrun, "--standalone", "--nproc_per_node", str(ranks), "train.py", *overrides(tiny_model_dir, tmp_path),
-           f"max_steps={steps}", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}"]
+           f"max_steps={steps}", "dapo.prompts_per_step=2", "dapo.num_generations=2", f"output_dir={run}", *extra]
     env = {**os.environ, "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -179,6 +202,23 @@ def test_two_cpu_ranks_agree(tiny_model_dir, tmp_path):
             for name in ("rollouts.jsonl", "rollouts.rank1.jsonl")]
     assert [[(e["step"], e["kind"]) for e in log] for log in logs] == [
         [(1, "build")] * 2 + [(2, "build")] * 2, [(1, "use")] * 2 + [(2, "use")] * 2]
+
+
+def test_two_cpu_ranks_refill_in_step(tiny_model_dir, tmp_path):
+    """Refill on 2 ranks, one group each: a rank missing no group still joins every round (no hang), and both
+    ranks train on the same gathered advantages and pool. From step 2 the scripted user answers every use
+    question alike, so rank 1's use groups tie, the fresh ones too: all 3 rounds run, the group is dropped."""
+    run = _torchrun(2, 2, tiny_model_dir, tmp_path, "dapo.dynamic_sampling=refill")
+    r0 = (run / "ranks" / "rank0.jsonl").read_text().splitlines()
+    assert len(r0) == 2 and r0 == (run / "ranks" / "rank1.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    last = rows[-1]
+    assert last["dynamic_sampling/extra_rounds"] == 3.0 and last["dynamic_sampling/groups_generated"] == 2 + 3 * 2
+    assert last["dynamic_sampling/groups_kept"] == 1.0
+    logs = [[json.loads(x) for x in (run / name).read_text().splitlines()]
+            for name in ("rollouts.jsonl", "rollouts.rank1.jsonl")]
+    assert [(e["step"], e["kind"]) for e in logs[0]] == [(1, "build")] * 2 + [(2, "build")] * 2
+    assert [e["kind"] for e in logs[1]] == ["use"] * 4
 
 
 def test_groups_split_across_four_ranks(tiny_model_dir, tmp_path):
@@ -340,6 +380,7 @@ def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path):
 
 @pytest.mark.parametrize("override", ["rewards.weights.use=abc", "openai.concurrency=0", "model.dtype=float8",
                                       "logging.wandb=yes", "dapo.dynamic_sampling=maybe",
+                                      "dapo.mask_truncated_completions=maybe",
                                       "model.name_or_path=./no-model", "pool.retrieval=bm52",
                                       "model.tiny_dir=/proc/smith/model"])
 def test_other_settings_fail_in_one_line_before_loading(override, tmp_path):

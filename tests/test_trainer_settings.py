@@ -83,3 +83,18 @@ def test_wandb_gets_smiths_config_and_trainer_settings_apply(warm_model_dir, tmp
     data = logs[0].read_bytes()
     assert b'"trainer":{"save_total_limit":1,"run_name":"settings-check"}' in data  # smith's config, under `smith`
     assert b'"max_steps":2,' in data and b'"run_name"' in data
+
+
+def test_updates_per_batch_is_trls_num_iterations(tmp_path):
+    """`dapo.updates_per_batch` optimizer steps on each generated batch; 1 (the reference run's) by default."""
+    paper = grpo_args(compose("config", ["recipe=qwen3-4b"]), tmp_path, on_gpu=False, num_processes=1)
+    assert paper.num_iterations == 1 and paper.dynamic_sampling == "refill"
+    args = grpo_args(compose("config", ["recipe=tiny", "dapo.updates_per_batch=2"]), tmp_path, on_gpu=False,
+                     num_processes=1)
+    assert args.num_iterations == 2 and args.steps_per_generation == args.gradient_accumulation_steps
+    with pytest.raises(ConfigError, match=r"trainer\.num_iterations is set by smith from dapo\.updates_per_batch"):
+        check_config(compose("config", ["recipe=tiny", "trainer.num_iterations=2"]))
+    for key in ("save_every", "max_steps"):
+        with pytest.raises(ConfigError, match=rf"^{key}=5 must be a multiple of dapo\.updates_per_batch=2: "):
+            grpo_args(compose("config", ["recipe=tiny", "dapo.updates_per_batch=2", "save_every=10", "max_steps=10",
+                                         f"{key}=5"]), tmp_path, on_gpu=False, num_processes=1)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smith.curves import STYLES, plot_curves, read_metrics, series
+from smith.curves import STYLES, plot_curves, read_metrics, rolled_out, series
 from smith.evals.common import io_tokens, markdown_table, validate_summary
 from smith.pool import POOL_FILE, checkpoints
 
@@ -282,13 +282,16 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
         if not rows:
             md += ["metrics.jsonl holds no step rows yet.", ""]
             continue
-        last = rows[-1]
+        scored = rolled_out(rows) or rows  # with dapo.updates_per_batch > 1 only these steps log rewards
+        last = scored[-1]
         axes = sorted(m.group(1) for k in last if (m := _AXIS.match(k)))
         table = {"step": last["step"], **{a: last.get(f"rewards/{a}/mean") for a in axes}}
         for key in ("use/correct", "pool/size"):
             if key in last:
                 table[key] = last[key]
-        md += [f"Step {last['step']}, the last of {len(rows)} logged steps:", "",
+        counted = f"{len(rows)} logged steps" if len(scored) == len(rows) else \
+            f"{len(scored)} steps that rolled out a batch ({len(rows)} logged)"
+        md += [f"Step {last['step']}, the last of {counted}:", "",
                markdown_table([table], list(table)), ""]
         curves = plot_curves(rows, out / f"curves-{name}.png", run.name)
         if curves:

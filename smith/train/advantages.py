@@ -5,7 +5,8 @@ standardised within its GRPO group on its own, with a floor on the std so a near
 score) is not blown up to unit variance; an axis that does not apply to a sample is NaN and contributes
 nothing. `sum_then_normalize` is plain GRPO on the weighted sum of the axes (the ablation the per-axis split is
 measured against). Both apply DAPO's dynamic sampling: a group with no reward variance carries no signal and is
-dropped.
+dropped (`dapo.dynamic_sampling` refill or drop; the trainer has already replaced what refill could,
+`SmithTrainer._rollout`), or kept with advantage 0 (off).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ ADVANTAGES: dict[str, Estimator] = {}
 
 def register_advantage(name: str) -> Callable[[Estimator], Estimator]:
     """Add an estimator `f(rewards (N, A) with NaN where an axis does not apply, num_generations, weights (A,),
-    std_floor, drop_zero_variance) -> Advantages` under `name` (the value of `dapo.advantage`)."""
+    std_floor, dynamic_sampling) -> Advantages` under `name` (the value of `dapo.advantage`); `dynamic_sampling`
+    is `dapo.dynamic_sampling`: any value but "off" drops the groups without signal."""
 
     def add(f: Estimator) -> Estimator:
         ADVANTAGES[name] = f
@@ -49,11 +51,11 @@ def _grouped(rewards: torch.Tensor, num_generations: int) -> tuple[torch.Tensor,
     return grouped, ~torch.isnan(grouped)
 
 
-def _finish(adv: torch.Tensor, per_axis: torch.Tensor, signal: torch.Tensor, drop_zero_variance: bool,
+def _finish(adv: torch.Tensor, per_axis: torch.Tensor, signal: torch.Tensor, dynamic_sampling: str,
             shape: tuple[int, int]) -> Advantages:
     """(groups, G) advantages, (groups, G, A) per-axis parts, (groups,) signal -> flat Advantages, dropped zeroed."""
     n, a = shape
-    keep = signal if drop_zero_variance else torch.ones_like(signal)
+    keep = torch.ones_like(signal) if dynamic_sampling == "off" else signal
     g = adv.shape[1]
     return Advantages((adv * keep.unsqueeze(1)).reshape(n), per_axis.reshape(n, a), keep.repeat_interleave(g),
                       signal.repeat_interleave(g))
@@ -61,7 +63,7 @@ def _finish(adv: torch.Tensor, per_axis: torch.Tensor, signal: torch.Tensor, dro
 
 @register_advantage("per_axis")
 def per_axis_advantages(rewards: torch.Tensor, num_generations: int, weights: torch.Tensor,
-                        std_floor: float = DapoConfig.std_floor, drop_zero_variance: bool = DapoConfig.dynamic_sampling,
+                        std_floor: float = DapoConfig.std_floor, dynamic_sampling: str = DapoConfig.dynamic_sampling,
                         eps: float = 1e-6) -> Advantages:
     """Standardise each axis within its group (std floored at `std_floor`), then take the weighted sum."""
     grouped, present = _grouped(rewards, num_generations)
@@ -73,12 +75,12 @@ def per_axis_advantages(rewards: torch.Tensor, num_generations: int, weights: to
     z = torch.where(present, (grouped - mean) / std.clamp(min=std_floor), torch.zeros_like(grouped))
     adv = (z * weights.to(z).view(1, 1, -1)).sum(dim=-1)
     signal = ((std > eps) & (present.sum(dim=1, keepdim=True) > 1)).any(dim=-1).squeeze(1)  # (groups,)
-    return _finish(adv, z, signal, drop_zero_variance, rewards.shape)
+    return _finish(adv, z, signal, dynamic_sampling, rewards.shape)
 
 
 @register_advantage("sum_then_normalize")
 def summed_advantages(rewards: torch.Tensor, num_generations: int, weights: torch.Tensor,
-                      std_floor: float = DapoConfig.std_floor, drop_zero_variance: bool = DapoConfig.dynamic_sampling,
+                      std_floor: float = DapoConfig.std_floor, dynamic_sampling: str = DapoConfig.dynamic_sampling,
                       eps: float = 1e-6) -> Advantages:
     """GRPO on the weighted sum of the axes (a missing axis counts 0), standardised within the group."""
     grouped, present = _grouped(rewards, num_generations)
@@ -89,4 +91,4 @@ def summed_advantages(rewards: torch.Tensor, num_generations: int, weights: torc
     adv = (total - mean) / scale
     per_axis = torch.where(present, (filled - filled.mean(dim=1, keepdim=True)) / scale.unsqueeze(-1),
                            torch.zeros_like(filled))
-    return _finish(adv, per_axis, std.squeeze(1) > eps, drop_zero_variance, rewards.shape)
+    return _finish(adv, per_axis, std.squeeze(1) > eps, dynamic_sampling, rewards.shape)

@@ -26,9 +26,15 @@ class SmithGRPOConfig(GRPOConfig):
                 "its group and takes the weighted sum; sum_then_normalize (smith.train.advantages)."})
     std_floor: float = field(default=DapoConfig.std_floor, metadata={
         "help": "Floor on each axis' within-group std in per-axis advantages (`dapo.std_floor`)."})
-    dynamic_sampling: bool = field(default=DapoConfig.dynamic_sampling, metadata={
-        "help": "Drop groups whose every reward axis has zero variance (DAPO's dynamic sampling; "
-                "`dapo.dynamic_sampling`)."})
+    dynamic_sampling: str = field(default=DapoConfig.dynamic_sampling, metadata={
+        "help": "Groups whose every reward axis has zero variance (DAPO's dynamic sampling; `dapo.dynamic_sampling`): "
+                "refill replaces them with fresh groups of the same kind, drop leaves them out of the loss, off keeps "
+                "them.",
+        "choices": ["refill", "drop", "off"]})
+    refill_rounds: int = field(default=DapoConfig.refill_rounds, metadata={
+        "help": "Extra generation rounds at most per batch under refill (`dapo.refill_rounds`)."})
+    refill_oversample: int = field(default=DapoConfig.refill_oversample, metadata={
+        "help": "Fresh groups per missing group in a refill round (`dapo.refill_oversample`)."})
     loss_norm: str = field(default=DapoConfig.loss_norm, metadata={
         "help": "per_kind: L_DAPO(build) + L_DAPO(use), each normalised by its own token count (the paper); "
                 "batch: TRL's one token count (`dapo.loss_norm`).",
@@ -36,8 +42,9 @@ class SmithGRPOConfig(GRPOConfig):
 
 
 def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
-    """Completions per device and micro-step; a batch that does not split is refused (train() asks before the
-    model loads, so the refusal is immediate)."""
+    """Completions per device and micro-step; a batch that does not split is refused, and so are refill on a batch
+    whose processes would not each hold whole GRPO groups and checkpoints that would fall inside a batch trained on
+    for several steps (train() asks before the model loads, so the refusal is immediate)."""
     d = cfg.dapo
     completions = int(d.prompts_per_step) * int(d.num_generations)
     per_device, rem = divmod(completions, num_processes * int(d.gradient_accumulation_steps))
@@ -48,6 +55,15 @@ def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
         )
     if int(d.prompts_per_step) % 2 and cfg.build.fraction == 0.5:
         raise ConfigError(f"dapo.prompts_per_step={d.prompts_per_step} must be even for a 1:1 build/use batch")
+    if d.dynamic_sampling == "refill" and int(d.prompts_per_step) % num_processes:
+        raise ConfigError(f"dapo.dynamic_sampling=refill replaces whole groups on each process: "
+                          f"dapo.prompts_per_step={d.prompts_per_step} must be a multiple of the {num_processes} "
+                          "processes (or use dapo.dynamic_sampling=drop)")
+    u = int(d.updates_per_batch)
+    for key, steps in (("save_every", int(cfg.save_every)), ("max_steps", int(cfg.max_steps))):
+        if steps % u:
+            raise ConfigError(f"{key}={steps} must be a multiple of dapo.updates_per_batch={u}: a checkpoint inside a "
+                              "batch would resume by rolling that batch out again")
     return per_device
 
 
@@ -67,6 +83,8 @@ OWNED = {
     "remove_unused_columns": "the prompt rows", "dataloader_num_workers": "the prompt stream",
     "generation_batch_size": "dapo.prompts_per_step", "steps_per_generation": "dapo.gradient_accumulation_steps",
     "advantage": "dapo.advantage", "std_floor": "dapo.std_floor", "dynamic_sampling": "dapo.dynamic_sampling",
+    "refill_rounds": "dapo.refill_rounds", "refill_oversample": "dapo.refill_oversample",
+    "num_iterations": "dapo.updates_per_batch",
     "loss_norm": "dapo.loss_norm", "fp16": "model.dtype",
     "vllm_importance_sampling_mode": "dapo.vllm_importance_sampling",
 }
@@ -156,6 +174,7 @@ def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_pr
         max_steps=int(cfg.max_steps),
         per_device_train_batch_size=per_device,
         gradient_accumulation_steps=int(d.gradient_accumulation_steps),
+        num_iterations=int(d.updates_per_batch),  # optimizer steps per generated batch: old log-probs, clipping
         num_generations=int(d.num_generations),
         max_completion_length=int(d.max_completion_length),
         temperature=float(d.temperature),
@@ -186,6 +205,8 @@ def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_pr
         advantage=d.advantage,
         std_floor=d.std_floor,
         dynamic_sampling=d.dynamic_sampling,
+        refill_rounds=d.refill_rounds,
+        refill_oversample=d.refill_oversample,
         loss_norm=d.loss_norm,
     )
     defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,

@@ -12,7 +12,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from smith.curves import number, plot_curves, read_metrics
+from smith.curves import number, plot_curves, read_metrics, rolled_out
 from smith.rewards import AXES
 
 # (metrics.jsonl key, console label); curves.png draws these and more (smith/curves.py)
@@ -39,7 +39,8 @@ def window_means(rows: list[dict[str, Any]], key: str, first: bool, n: int = WIN
 
 
 def summary(rows: list[dict[str, Any]]) -> str:
-    """Per axis: mean over the first and the last `WINDOW` logged steps."""
+    """Per axis: mean over the first and the last `WINDOW` steps that rolled out a batch."""
+    rows = rolled_out(rows)
     n = min(WINDOW, max(len(rows) // 2, 1))
     lines = [f"before -> after (mean of the first and last {n} steps):"]
     for key, label in COLUMNS:
@@ -84,15 +85,15 @@ def learning_score(row: dict[str, Any], keys: tuple[str, ...] = LEARNING_KEYS) -
 
 
 def learning_gain(rows: list[dict[str, Any]], n: int = WINDOW) -> float:
-    """Mean learning score of the last `n` steps minus that of the first `n`."""
-    scores = [learning_score(r) for r in rows]
+    """Mean learning score of the last `n` steps minus that of the first `n` (steps that rolled out a batch)."""
+    scores = [learning_score(r) for r in rolled_out(rows)]
     return sum(scores[-n:]) / n - sum(scores[:n]) / n
 
 
 def paired_gap(rows: list[dict[str, Any]], control: list[dict[str, Any]], n: int = WINDOW) -> float:
     """Mean over the last `n` steps of (run - control) learning score, step by step (same task stream)."""
-    a = {r["step"]: learning_score(r) for r in rows}
-    b = {r["step"]: learning_score(r) for r in control}
+    a = {r["step"]: learning_score(r) for r in rolled_out(rows)}
+    b = {r["step"]: learning_score(r) for r in rolled_out(control)}
     steps = sorted(set(a) & set(b))[-n:]
     return sum(a[s] - b[s] for s in steps) / len(steps)
 

@@ -53,11 +53,12 @@ class Session:
 
     # -- evaluator / judge sync ------------------------------------------------------------------------
     def maybe_sync(self, trainer: Any, step: int) -> float:
-        """Re-sync the frozen copy to the policy every `sync_every` steps (0: never, the No-Sync ablation);
-        returns the seconds it took (0.0 without a sync; logged as `time/sync`)."""
+        """Re-sync the frozen copy to the policy every `sync_every` steps (0: never, the No-Sync ablation): at the
+        first rollout at or past each multiple of `sync_every` (with `dapo.updates_per_batch` > 1 rollouts do not
+        start every step); returns the seconds it took (0.0 without a sync; logged as `time/sync`)."""
         if not self.has_evaluator_copy or self.sync_every <= 0:
             return 0.0
-        if step > 0 and step % self.sync_every == 0 and step != self.last_sync:
+        if step // self.sync_every > self.last_sync // self.sync_every:
             t0 = time.perf_counter()
             sync_evaluator(trainer.accelerator.unwrap_model(trainer.model))
             if torch.cuda.is_available():
@@ -98,9 +99,10 @@ class Session:
 
     # -- logging ---------------------------------------------------------------------------------------
     def record(self, samples: list[Sample], rank: int = 0, step: int = 0, keys: list[str] | None = None,
-               timing: dict[str, float] | None = None) -> None:
+               timing: dict[str, float] | None = None, counts: dict[str, float] | None = None) -> None:
         """Per-step metrics beyond TRL's own: format failures, sandbox faults, pool sizes, use outcomes, `timing`
-        (seconds by phase); and this rank's episodes, appended to its own log (ranks never share a file)."""
+        (seconds by phase), `counts` (logged under their own names: the refill's); and this rank's episodes,
+        appended to its own log (ranks never share a file)."""
         m: dict[str, float] = {}
         builds = [s for s in samples if "parse" in s.trace]
         for reason, n in format_reasons(samples).items():
@@ -130,6 +132,7 @@ class Session:
         m["tokens/tool_output"] = sum(len(s.mask) - sum(s.mask) for s in samples) / max(len(samples), 1)
         for k, v in (timing or {}).items():
             m[f"time/{k}"] = v
+        m.update(counts or {})
         self.step_metrics = m
         with (self.run_dir / ("rollouts.jsonl" if rank == 0 else f"rollouts.rank{rank}.jsonl")).open("a") as f:
             for s, key in zip(samples, keys or [None] * len(samples), strict=True):
@@ -161,7 +164,8 @@ class SmithCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         total = time.perf_counter() - self._step_start
-        rollout = sum(self.s.step_metrics.get(f"time/{k}", 0.0) for k in ("sync", "generation", "grading"))
+        # consumed (already logged): a step that reuses its batch (`dapo.updates_per_batch` > 1) rolls nothing out
+        rollout = sum(self.s.step_metrics.pop(f"time/{k}", 0.0) for k in ("sync", "generation", "grading"))
         self._update = max(total - rollout, 0.0)
 
     def on_log(self, args, state, control, logs=None, **kw):  # noqa: ANN001, ANN201

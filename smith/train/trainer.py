@@ -2,9 +2,10 @@
 dynamic sampling, and a frozen evaluator/judge adapter re-synced to the policy every `sync_every` steps.
 
 docs/architecture.md, "TRL": TRL gives DAPO, clip-higher, truncation masking, PEFT, vLLM and accelerate; smith
-adds `rollout_func` episodes, normalise-then-sum with a std floor per axis, dropped zero-signal groups,
-and the synced copy, and the paper's loss split (`_compute_loss`: build and use DAPO terms, each over its own
-tokens). Only `_generate_and_score_completions` and `_compute_loss` are overridden.
+adds `rollout_func` episodes, normalise-then-sum with a std floor per axis, zero-signal groups refilled with
+fresh ones (DAPO's dynamic sampling, `_refill`) or dropped, and the synced copy, and the paper's loss split
+(`_compute_loss`: build and use DAPO terms, each over its own tokens). Only `_generate_and_score_completions`
+and `_compute_loss` are overridden.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from trl import GRPOTrainer
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from smith.rewards import AXES
-from smith.rollout.episodes import Rollout
+from smith.rollout.episodes import Rollout, Sample
 from smith.train.advantages import ADVANTAGES
 
 EVALUATOR_ADAPTER = "evaluator"
 POLICY_ADAPTER = "default"
+REFILL_ORDINAL = 10**9  # refill keys (`build:N`, `use:N`) start here, far past the dataset's rows
 
 
 def _axis_reward(axis: str) -> Any:
@@ -94,28 +96,22 @@ class SmithTrainer(GRPOTrainer):
 
     # -- rollouts ------------------------------------------------------------------------------------
     def _rollout(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
-        """Per-process prompts (keys repeated G times) -> samples of build and use episodes."""
+        """Per-process prompts (keys repeated G times) -> samples of build and use episodes; with
+        `dapo.dynamic_sampling=refill`, groups without signal replaced first (`_refill`)."""
         sess = self.session
         step = self.state.global_step
         if self.use_vllm and self.vllm_generation.mode == "server":
             self.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
-        synced = sess.maybe_sync(self, step)
-        tasks: dict[str, Any] = {}
-        for key in prompts:  # the G repeats of a key share one task object (one GRPO group)
-            if key not in tasks:
-                tasks[key] = self.tasks.task(key)
-        build = [tasks[k] for k in prompts if k.startswith("build:")]
-        use = [tasks[k] for k in prompts if k.startswith("use:")]
-        rng = random.Random(f"{sess.seed}:{step}:{self.accelerator.process_index}")
-        t0 = time.perf_counter()
-        samples = self.rollout.run(build, use, rng, step)
-        grading = self.rollout.last_grading_wait
-        timing = {"sync": synced, "generation": time.perf_counter() - t0 - grading, "grading": grading}
-        self.rollout.settle_admissions(sess.share_admissions(self))
-        by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
-                   "use": iter([s for s in samples if s.kind == "use"])}
-        ordered = [next(by_kind[k.split(":")[0]]) for k in prompts]  # back to TRL's order
-        sess.record(ordered, self.accelerator.process_index, step + 1, prompts, timing)
+        timing = {"sync": sess.maybe_sync(self, step), "generation": 0.0, "grading": 0.0}
+        keys = list(prompts)
+        ordered = self._episodes(keys, step, "", timing)
+        if self.args.dynamic_sampling == "refill":
+            counts = self._refill(keys, ordered, step, timing)
+        else:
+            counts = {"dynamic_sampling/groups_generated": float(len(keys) * self.accelerator.num_processes
+                                                                 // self.num_generations),  # groups may span ranks
+                      "dynamic_sampling/extra_rounds": 0.0}
+        sess.record(ordered, self.accelerator.process_index, step + 1, keys, timing, counts)
         out: dict[str, Any] = {
             "prompt_ids": [s.prompt_ids for s in ordered],
             "completion_ids": [s.completion_ids for s in ordered],
@@ -125,6 +121,75 @@ class SmithTrainer(GRPOTrainer):
         for axis in AXES:
             out[f"r_{axis}"] = [s.rewards[axis] for s in ordered]
         return out
+
+    def _episodes(self, keys: list[str], step: int, tag: str, timing: dict[str, float]) -> list[Sample]:
+        """One generation round: the episodes of `keys` (each repeated G times), in their order; seconds added to
+        `timing`. Every rank calls it the same number of times, with keys or without (the pool admissions it
+        shares are a collective)."""
+        sess = self.session
+        samples: list[Sample] = []
+        if keys:
+            tasks: dict[str, Any] = {}
+            for key in keys:  # the G repeats of a key share one task object (one GRPO group)
+                if key not in tasks:
+                    tasks[key] = self.tasks.task(key)
+            build = [tasks[k] for k in keys if k.startswith("build:")]
+            use = [tasks[k] for k in keys if k.startswith("use:")]
+            rng = random.Random(f"{sess.seed}:{step}:{self.accelerator.process_index}{tag}")
+            t0 = time.perf_counter()
+            samples = self.rollout.run(build, use, rng, step)
+            grading = self.rollout.last_grading_wait
+            timing["generation"] += time.perf_counter() - t0 - grading
+            timing["grading"] += grading
+        self.rollout.settle_admissions(sess.share_admissions(self))
+        by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
+                   "use": iter([s for s in samples if s.kind == "use"])}
+        return [next(by_kind[k.split(":")[0]]) for k in keys]  # back to TRL's order
+
+    def _signal(self, samples: list[Sample]) -> list[bool]:
+        """Per group of G consecutive samples: whether its rewards carry signal, by the step's own estimator."""
+        if not samples:
+            return []
+        rewards = torch.tensor([[math.nan if s.rewards[a] is None else float(s.rewards[a]) for a in AXES]
+                                for s in samples], dtype=torch.float32)
+        adv = self.estimate(rewards, self.num_generations, self.reward_weights.cpu(), std_floor=self.args.std_floor,
+                            dynamic_sampling="drop")
+        return adv.signal[::self.num_generations].tolist()
+
+    def _refill(self, keys: list[str], samples: list[Sample], step: int, timing: dict[str, float]) -> dict[str, float]:
+        """DAPO's dynamic sampling: each group of this process without signal is replaced, in place (`keys` and
+        `samples`), by a fresh group of the same kind that has it, so build:use stays as sampled. Each round draws
+        `refill_oversample` fresh keys per missing group (ordinals past the dataset's, fixed by step, round, rank
+        and position: a resumed run draws the same) and runs them; at most `refill_rounds` rounds, as many on
+        every rank (they agree on the missing count); groups still tied after the last are dropped as under
+        `drop`. Returns the counts logged for the step (groups generated over all ranks, extra rounds)."""
+        g, rank, world = self.num_generations, self.accelerator.process_index, self.accelerator.num_processes
+        rounds, cap = self.args.refill_rounds, len(keys) // g * self.args.refill_oversample
+        tied = [j for j, ok in enumerate(self._signal(samples)) if not ok]
+        generated, extra = len(keys) // g, 0
+        for r in range(1, rounds + 1):
+            missing = self.accelerator.gather(torch.tensor([len(tied)], device=self.accelerator.device)).sum()
+            if missing.item() == 0:
+                break
+            extra = r
+            first = REFILL_ORDINAL + ((step * (rounds + 1) + r) * world + rank) * cap
+            kinds = [keys[j * g].split(":")[0] for j in tied for _ in range(self.args.refill_oversample)]
+            fresh = [f"{kind}:{first + i}" for i, kind in enumerate(kinds)]
+            new = self._episodes([k for k in fresh for _ in range(g)], step, f":refill{r}", timing)
+            generated += len(fresh)
+            found = [i for i, ok in enumerate(self._signal(new)) if ok]
+            still = []
+            for j in tied:
+                i = next((i for i in found if kinds[i] == keys[j * g].split(":")[0]), None)
+                if i is None:
+                    still.append(j)
+                    continue
+                found.remove(i)
+                keys[j * g:(j + 1) * g] = [fresh[i]] * g
+                samples[j * g:(j + 1) * g] = new[i * g:(i + 1) * g]
+            tied = still
+        total = self.accelerator.gather(torch.tensor([generated], device=self.accelerator.device)).sum().item()
+        return {"dynamic_sampling/groups_generated": float(total), "dynamic_sampling/extra_rounds": float(extra)}
 
     # -- advantages ----------------------------------------------------------------------------------
     def _all_rewards(self, inputs: list[dict[str, Any]]) -> torch.Tensor:
@@ -142,7 +207,7 @@ class SmithTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         rewards = self._all_rewards(inputs)
         adv = self.estimate(rewards, self.num_generations, self.reward_weights,
-                            std_floor=self.args.std_floor, drop_zero_variance=self.args.dynamic_sampling)
+                            std_floor=self.args.std_floor, dynamic_sampling=self.args.dynamic_sampling)
         n_local = out["advantages"].shape[0]
         local = slice(self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local)
         out["advantages"] = adv.advantages[local].to(out["advantages"])
@@ -163,6 +228,7 @@ class SmithTrainer(GRPOTrainer):
             logged.pop()
         logged.extend(adv.advantages.tolist())
         metrics["dynamic_sampling/frac_dropped"].append(1.0 - adv.keep.float().mean().item())
+        metrics["dynamic_sampling/groups_kept"].append(adv.keep.sum().item() / self.num_generations)
         for i, axis in enumerate(AXES):
             applies = ~torch.isnan(rewards[:, i])
             if applies.any():
