@@ -244,16 +244,13 @@ class SmithTrainer(GRPOTrainer):
     def _compute_loss(self, model, inputs):  # noqa: ANN001
         """SMITH's L = L_DAPO(B_build) + L_DAPO(B_use), each normalised by its own kept-token count (all ranks),
         one backward pass. With one denominator (`dapo.loss_norm=batch`) the longer build completions would
-        down-weight the use half."""
+        down-weight the use half. One call to TRL's loss, so its metrics are logged once per micro-step: each
+        token's mask weight is N / N_kind (N = N_build + N_use), which over TRL's DAPO denominator N gives each
+        kind's sum over its own count; TRL's masked means (entropy, clip ratios) are weighted the same way."""
         if self.args.loss_norm != "per_kind":
             return super()._compute_loss(model, inputs)
-        is_build = inputs["is_build"]
-        loss = 0.0
-        for rows, count in ((is_build, inputs["num_items_build"]), (~is_build, inputs["num_items_use"])):
-            if rows.any():
-                part = {k: v[rows] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == rows.shape[0] else v
-                        for k, v in inputs.items()}
-            else:  # no sample of this kind here: the term still runs (its metrics are collectives) and adds 0
-                part = {**inputs, "tool_mask": torch.zeros_like(inputs["tool_mask"])}
-            loss = loss + super()._compute_loss(model, {**part, "num_items_in_batch": count})
-        return loss
+        build, use = inputs["num_items_build"], inputs["num_items_use"]
+        total = build + use
+        weight = torch.where(inputs["is_build"], total / build.clamp(min=1), total / use.clamp(min=1))
+        mask = inputs["tool_mask"].float() * weight.unsqueeze(1).float()
+        return super()._compute_loss(model, {**inputs, "tool_mask": mask, "num_items_in_batch": total})
