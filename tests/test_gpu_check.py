@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import yaml
+
 from .conftest import ROOT
 
 
@@ -24,3 +26,26 @@ def test_gpu_check_dry_run(tmp_path):
     assert len(result["evaluator_sync_s"]) == 2  # synced at the start of steps 2 and 3
     assert result["checkpoint"] == "checkpoint-3" and result["checkpoint_mb"] > 0
     assert result["peak_gpu_memory_gb"] is None and result["device"] == "cpu (dry run)"
+
+
+def test_gpu_check_real_dry_run(tmp_path):
+    """Issue 29 item 6: `--real --dry-run`, the real-weights learning check's pipeline on CPU (the tiny random model
+    in SmolLM2's place, about 1.5 min): cold start, smith and a learning-rate-0 control for 2 steps from it, held-out
+    build_use accuracy of the three, the verdict against the targets."""
+    out = tmp_path / "real.json"
+    proc = subprocess.run(["scripts/gpu_check.sh", "--real", "--dry-run", "--work", str(tmp_path / "work"),
+                           "--out", str(out)], cwd=ROOT,
+                          env={**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"},
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "arm | evaluation, first -> last 5" in proc.stdout and "paired (smith - control, last 5)" in proc.stdout
+    result = json.loads(out.read_text())
+    assert result["steps"] == 2 and set(result["held_out_accuracy"]) == {"cold_start", "smith", "control"}
+    assert all(0.0 <= x <= 1.0 for x in result["held_out_accuracy"].values())
+    assert set(result["verdict"]) == {"paired", "held_out"} and result["met"] == all(result["verdict"].values())
+    work = tmp_path / "work" / "real-dry"
+    for arm in ("smith", "control"):
+        rows = [json.loads(x) for x in (work / f"run-{arm}" / "metrics.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in rows] == [1, 2] and result["arms"][arm]["evaluation"][0] is not None
+    control = yaml.safe_load((work / "run-control" / "config.yaml").read_text())
+    assert control["dapo"]["learning_rate"] == 0 and control["model"]["name_or_path"] == str(work / "cold-start")
