@@ -63,6 +63,29 @@ def rolled_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if "reward" in r]
 
 
+ROLES = ("policy", "evaluator", "judge")  # who generates in a SMITH step (smith.models.base.Metered)
+
+
+def role_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per role and engine, the mean over the steps that rolled out of `tokens/<role>/<engine>` and `time/<role>`,
+    with tokens/s and each role's share of the step's generation seconds: where a step's tokens and seconds go."""
+    rows = rolled_out(rows)
+    found = sorted({(r, k.split("/")[2]) for row in rows for k in row
+                    for r in ROLES if k.startswith(f"tokens/{r}/")}, key=lambda x: ROLES.index(x[0]))
+    if not rows or not found:
+        return []
+    out = []
+    for role, engine in found:
+        tokens = sum(number(x.get(f"tokens/{role}/{engine}")) or 0.0 for x in rows) / len(rows)
+        seconds = sum(number(x.get(f"time/{role}")) or 0.0 for x in rows) / len(rows)
+        out.append({"role": role, "engine": engine, "tokens": tokens, "seconds": seconds,
+                    "tokens/s": tokens / seconds if seconds else None})
+    total = sum(r["seconds"] for r in out)
+    for r in out:
+        r["share"] = r["seconds"] / total if total else None
+    return out
+
+
 def series(rows: list[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
     """(steps, values) of one metric, where the row has a finite number for it."""
     pts = [(float(r["step"]), v) for r in rows if (v := number(r.get(key))) is not None]

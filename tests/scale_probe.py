@@ -3,7 +3,8 @@
 `python -m tests.scale_probe OUT.json OVERRIDE...` (a subprocess of tests/test_scale_out.py: vLLM and
 torch.distributed are set up once per process). At each step's rollout it records the shapes of the samples
 handed to TRL and, with a colocated vLLM engine, what that engine generates for fixed prompts next to the HF
-policy's teacher-forced log-probs of the same tokens (the weights TRL synced must be the policy's).
+policy's teacher-forced log-probs of the same tokens (the weights TRL synced must be the policy's). At every loss
+call it records the vLLM importance-sampling ratio that reaches TRL's loss (its shape and range).
 """
 
 from __future__ import annotations
@@ -69,7 +70,21 @@ def main(out_path: str, overrides: list[str]) -> None:
         records.append(row)
         return out
 
+    compute_loss = SmithTrainer._compute_loss
+
+    def probed_loss(self: Any, model: Any, inputs: dict[str, Any]) -> Any:
+        ratio = inputs.get("importance_sampling_ratio")
+        if ratio is not None and records:
+            mask = inputs["completion_mask"].bool()
+            rows = [r[m] for r, m in zip(ratio.float(), mask, strict=True) if m.sum() > 1]
+            records[-1].setdefault("is_ratio", []).append({
+                "shape": list(ratio.shape), "completion_shape": list(inputs["completion_ids"].shape),
+                "min": float(ratio[mask].min()), "max": float(ratio[mask].max()),
+                "rows_varying": sum(bool(r.max() > r.min()) for r in rows), "rows": len(rows)})
+        return compute_loss(self, model, inputs)
+
     SmithTrainer._rollout = probed
+    SmithTrainer._compute_loss = probed_loss
     cfg = compose("config", overrides, ("recipe",))
     train(cfg, resolve_run_dir(cfg))
     with open(out_path, "w") as f:

@@ -59,6 +59,10 @@ class ScriptedRollout:
     def settle_admissions(self, verdicts: dict) -> None:
         """The scripted samples stage no tool."""
 
+    def take_meters(self) -> dict[str, float]:
+        """No model generates here: no per-role counts."""
+        return {}
+
 
 class Keys:
     def task(self, key: str) -> str:

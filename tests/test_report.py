@@ -113,6 +113,21 @@ def test_a_run_trained_several_times_on_each_batch_reports_its_last_rollout(tmp_
     assert "Step 3, the last of 2 steps that rolled out a batch (4 logged):" in md and "| 3 | 0.300 |" in md
 
 
+def test_the_report_says_where_each_roles_tokens_and_seconds_went(tmp_path):
+    """Issue 32: tokens/<role>/<engine> and time/<role> per step, averaged over the steps that rolled out."""
+    rows = [{"step": 1, "loss": 0.1, "reward": 0.5, "tokens/policy/vllm": 300.0, "time/policy": 1.0,
+             "tokens/evaluator/hf": 900.0, "time/evaluator": 6.0, "tokens/judge/hf": 100.0, "time/judge": 1.0},
+            {"step": 2, "loss": 0.1, "reward": 0.5, "tokens/policy/vllm": 500.0, "time/policy": 3.0,
+             "tokens/evaluator/hf": 1100.0, "time/evaluator": 8.0, "tokens/judge/hf": 100.0, "time/judge": 1.0},
+            {"step": 3, "loss": 0.1}]  # an update-only step (dapo.updates_per_batch > 1) is not averaged in
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    md = build_report([tmp_path], tmp_path / "out").read_text()
+    assert "| role | engine | tokens | seconds | tokens/s | share |" in md
+    assert "| policy | vllm | 400.00 | 2.00 | 200.00 | 0.20 |" in md
+    assert "| evaluator | hf | 1000.00 | 7.00 | 142.86 | 0.70 |" in md
+    assert "| judge | hf | 100.00 | 1.00 | 100.00 | 0.10 |" in md
+
+
 def test_curves_draw_every_panel_a_real_run_logs(tmp_path):
     """The fixture run is a real tiny run: every panel's keys are in its rows, so none is drawn from nothing."""
     rows = read_metrics(discover([FIXTURES]).runs[0])

@@ -86,9 +86,16 @@ def test_colocated_vllm_gets_the_policy_weights_every_step(warm_dir, tmp_path):
     # the engine samples from the policy as it is at each step (TRL's sync reached vLLM), not from the base model
     # (measured: policy 0.014 / 0.021 / 0.030 against base 0.014 / 1.09 / 2.04; vLLM computes in bfloat16)
     assert all(p < 0.1 for p, _ in gaps) and all(b > 0.5 for _, b in gaps[1:]), gaps
+    # token-level importance weights (dapo.vllm_importance_sampling=token_truncate): the ratio reaching TRL's loss
+    # is one per completion token, varies along an episode, and is capped at 3 (TRL's sequence_mask gives (B, 1))
+    ratios = [x for r in steps for x in r.get("is_ratio", [])]
+    assert ratios and all(x["shape"] == x["completion_shape"] and x["shape"][1] > 1 for x in ratios), ratios
+    assert all(0.0 < x["min"] <= x["max"] <= 3.0 for x in ratios), ratios
+    assert sum(x["rows_varying"] for x in ratios) > sum(x["rows"] for x in ratios) / 2, ratios
     first, last = steps[0]["probe"], steps[-1]["probe"]
     assert first["ids"] != last["ids"]  # the same seeded request generates differently after two updates
     hf = _probe(tmp_path, "hf", *common, "max_steps=1")
+    assert all("is_ratio" not in r for r in hf)  # no engine, no correction
     # the rollout hands TRL the same fields, per-sample lengths aligned, as many samples, as on the HF path
     assert all(r["aligned"] for r in steps + hf)
     assert {(tuple(r["keys"]), tuple(sorted(r["n"].items()))) for r in steps + hf} == {

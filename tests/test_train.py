@@ -74,6 +74,11 @@ def test_optimizer_steps_change_only_the_policy_and_sync_copies_it(tiny_model_di
     for axis in ["format", "evaluation", "judge", "use"]:
         assert f"rewards/{axis}/mean" in rows[0]
     assert rows[0]["rewards/format/mean"] == pytest.approx(0.25)  # one good (0.5), one malformed (0) build
+    # where the tokens went, by role and engine (issue 32): the scripted policy and the judge (the evaluator is
+    # direct: no model, no tokens)
+    assert all(r["tokens/policy/scripted"] > 0 and r["tokens/judge/scripted"] > 0 for r in rows)
+    assert all(r["time/policy"] > 0 and r["time/judge"] > 0 for r in rows)
+    assert not any(k.startswith(("tokens/evaluator/", "time/evaluator")) for r in rows for k in r)
 
 
 def test_updates_per_batch_reuses_each_batch_and_its_second_update_clips(tiny_model_dir, tmp_path):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smith.curves import STYLES, plot_curves, read_metrics, rolled_out, series
+from smith.curves import STYLES, plot_curves, read_metrics, role_table, rolled_out, series
 from smith.evals.common import io_tokens, markdown_table, validate_summary
 from smith.pool import POOL_FILE, checkpoints
 
@@ -293,6 +293,12 @@ def build_report(dirs: Iterable[str | Path], out: str | Path) -> Path:
             f"{len(scored)} steps that rolled out a batch ({len(rows)} logged)"
         md += [f"Step {last['step']}, the last of {counted}:", "",
                markdown_table([table], list(table)), ""]
+        roles = role_table(rows)
+        if roles:
+            md += ["Generation per step by role (mean over the steps that rolled out; share: of the roles' "
+                   "generation seconds):", "",
+                   markdown_table(roles, ["role", "engine", "tokens", "seconds", "tokens/s", "share"], floatfmt=".2f"),
+                   ""]
         curves = plot_curves(rows, out / f"curves-{name}.png", run.name)
         if curves:
             md += [f"![training curves]({curves.name})", ""]

@@ -6,6 +6,8 @@ test double drops in without touching them (docs/architecture.md, "Layout and la
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -82,3 +84,43 @@ class TokenBackend:
     ) -> list[Generation]:
         prompts = [self.render(c, t) for c, t in zip(conversations, tool_lists(conversations, tools), strict=True)]
         return self.continue_ids(prompts, params, **kwargs)
+
+
+class Metered:
+    """A backend in one role of a SMITH step (policy, evaluator, judge) that counts what it generates: the step's
+    `tokens/<role>/<engine>` (completion tokens) and `time/<role>` (seconds inside generation calls), so a user
+    sees where a step's tokens and seconds go on whichever engine serves each role. Everything else is the
+    backend's own."""
+
+    def __init__(self, backend: Any, role: str) -> None:
+        self.backend, self.role = backend, role
+        self.engine = getattr(backend, "engine", type(backend).__name__)
+        self._lock = threading.Lock()
+        self._tokens, self._seconds = 0, 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "backend":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.backend, name)
+
+    def _count(self, gens: list[Generation], t0: float) -> list[Generation]:
+        with self._lock:
+            self._seconds += time.perf_counter() - t0
+            self._tokens += sum(len(g.completion_ids) or g.completion_tokens for g in gens)
+        return gens
+
+    def continue_ids(self, prompts: Any, params: SamplingParams | None = None, **kwargs: Any) -> list[Generation]:
+        t0 = time.perf_counter()
+        return self._count(self.backend.continue_ids(prompts, params, **kwargs), t0)
+
+    def chat(self, conversations: list[list[Message]], tools: list[list[Tool] | None] | None = None,
+             params: SamplingParams | None = None, **kwargs: Any) -> list[Generation]:
+        t0 = time.perf_counter()
+        return self._count(self.backend.chat(conversations, tools, params, **kwargs), t0)
+
+    def take(self) -> dict[str, float]:
+        """This role's counts since the last `take`, as log columns; reset."""
+        with self._lock:
+            out = {f"tokens/{self.role}/{self.engine}": float(self._tokens), f"time/{self.role}": self._seconds}
+            self._tokens, self._seconds = 0, 0.0
+        return out

@@ -67,6 +67,8 @@ def _sample(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator) 
 class HFBackend(TokenBackend):
     """`ChatBackend` over a transformers causal LM and its tokenizer (the live objects, not copies)."""
 
+    engine = "hf"  # what generates (the per-role `tokens/<role>/<engine>` logs)
+
     def __init__(
         self,
         model: Any,

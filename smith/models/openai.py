@@ -158,6 +158,8 @@ class OpenAIBackend:
     identical prompts (a GRPO group) still gives different samples, as vLLM seeds per request.
     """
 
+    engine = "openai"  # what generates (the per-role `tokens/<role>/<engine>` logs)
+
     chat_format = ENDPOINT  # replies' structured tool calls come back as Hermes text
 
     def __init__(

@@ -29,6 +29,8 @@ def _positional(script: Script) -> int:
 class ScriptedBackend(TokenBackend):
     """Implements `chat`, `render`, `continue_ids` like HFBackend, with `script` choosing the text."""
 
+    engine = "scripted"  # what generates (the per-role `tokens/<role>/<engine>` logs)
+
     def __init__(self, tokenizer: Any, script: Script, name: str = "scripted") -> None:
         self.tokenizer = tokenizer
         self.script = script

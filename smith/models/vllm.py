@@ -39,6 +39,8 @@ class VLLMBackend(TokenBackend):
     """ChatBackend over `vllm.LLM`. `adapters` maps names to LoRA dirs; `add_adapter` registers more later
     (e.g. a frozen evaluator snapshot). `default_adapter` is used when a call names none (None: base)."""
 
+    engine = "vllm"  # what generates (the per-role `tokens/<role>/<engine>` logs)
+
     def __init__(
         self,
         model: str | os.PathLike,

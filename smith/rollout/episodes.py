@@ -20,7 +20,7 @@ from typing import Any
 from sandbox import FAULT
 from smith.config import DapoConfig, EvaluatorConfig, JudgeConfig, PoolConfig, UseConfig
 from smith.episodes import Episode, menu_executor, play
-from smith.models.base import SamplingParams
+from smith.models.base import Metered, SamplingParams
 from smith.models.chat_format import without_reasoning
 from smith.pool import PoolEntry, ToolPool, menu_names
 from smith.rewards import AXES
@@ -117,13 +117,14 @@ class Rollout:
         across ranks so every rank's pool stays identical. `retriever` (a `smith.pool.retrieval`
         AdaptiveRetriever) builds use menus from the whole pool once it outgrows `settings.menu_size`. `catalog`
         scores answers (`tasks.catalog`; None: the packaged one)."""
-        self.policy = policy
+        # each role counts its own tokens and seconds (`take_meters`); the evaluator and judge may share a model
+        self.policy = Metered(policy, "policy")
         self.sandbox = sandbox
         self.limits = limits
         self.pool = pool
         self.s = settings
-        self.evaluator = evaluator
-        self.judge = judge
+        self.evaluator = Metered(evaluator, "evaluator") if evaluator is not None else None
+        self.judge = Metered(judge, "judge") if judge is not None else None
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smith-grade")
         # one model, several adapters: generation calls on it must not interleave across threads
         self._model_lock = threading.Lock()
@@ -242,6 +243,14 @@ class Rollout:
                 tools = [match, *self.pool.distractors(category, self.s.n_distractors, rng)]
                 rng.shuffle(tools)
         return list(menu_names(tools).items())
+
+    def take_meters(self) -> dict[str, float]:
+        """Tokens and generation seconds of each role since the last call (`smith.models.base.Metered`)."""
+        out: dict[str, float] = {}
+        for backend in (self.policy, self.evaluator, self.judge):
+            if backend is not None:
+                out.update(backend.take())
+        return out
 
     def _use_episodes(self, tasks: Sequence[UseTask], rng: random.Random) -> list[Sample]:
         """Multi-turn use episodes on the episode engine. GRPO groups (same task object) share one menu."""

@@ -111,6 +111,7 @@ class SmithTrainer(GRPOTrainer):
             counts = {"dynamic_sampling/groups_generated": float(len(keys) * self.accelerator.num_processes
                                                                  // self.num_generations),  # groups may span ranks
                       "dynamic_sampling/extra_rounds": 0.0}
+        counts.update(self.rollout.take_meters())  # tokens/<role>/<engine>, time/<role>
         sess.record(ordered, self.accelerator.process_index, step + 1, keys, timing, counts)
         out: dict[str, Any] = {
             "prompt_ids": [s.prompt_ids for s in ordered],

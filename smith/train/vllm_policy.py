@@ -49,6 +49,8 @@ def reload_through_runner(generation: Any) -> None:
 class TRLVLLMPolicy(TokenBackend):
     """`render` / `continue_ids` / `tokenizer` over TRL's vLLM: no collective in any call."""
 
+    engine = "vllm"  # what generates (the per-role `tokens/<role>/<engine>` logs)
+
     def __init__(self, trainer: Any, tokenizer: Any) -> None:
         self.vllm = trainer.vllm_generation
         self.tokenizer = tokenizer
