@@ -171,6 +171,16 @@ def held_out(models: dict[str, Path], work: Path, dry_run: bool, items: int) -> 
     return acc
 
 
+def use_answers(run: Path) -> dict[str, int]:
+    """The run's use episodes: right answers, and right answers that came without any tool call (a guess the use
+    reward would pay for; the tool axis is there to pay for the tool)."""
+    rows = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    uses = [r["trace"] for r in rows if r["kind"] == "use"]
+    right = [t for t in uses if t.get("correct")]
+    return {"episodes": len(uses), "right": len(right),
+            "right_without_tool": sum(not t.get("tool_calls") for t in right)}
+
+
 def real_check(a: argparse.Namespace) -> dict[str, Any]:
     """The real-weights learning check: model, cold start, two arms, held-out accuracy, verdict."""
     from smith.config import ColdConfig
@@ -201,8 +211,9 @@ def real_check(a: argparse.Namespace) -> dict[str, Any]:
     acc = held_out({"cold_start": cold, **{arm: run / f"checkpoint-{a.steps}" for arm, run in runs.items()}},
                    work, a.dry_run, a.eval_items)
     times["eval_s"] = time.perf_counter() - t0 - sum(times.values())
-    arms = {arm: {"gain": learning_gain(r), **{axis: [window_means(r, f"rewards/{axis}/mean", first)
-                                                     for first in (True, False)] for axis in ("evaluation", "use")}}
+    arms = {arm: {"gain": learning_gain(r), "use_answers": use_answers(runs[arm]),
+                  **{axis: [window_means(r, f"rewards/{axis}/mean", first) for first in (True, False)]
+                     for axis in ("evaluation", "use")}}
             for arm, r in rows.items()}
     paired = paired_gap(rows["smith"], rows["control"])
     verdict = {"paired": paired >= REAL_TARGETS["paired"], "held_out": acc["smith"] > acc["control"]}
@@ -216,12 +227,15 @@ def real_table(r: dict[str, Any]) -> str:
     def pair(xs: list[float | None]) -> str:
         return " -> ".join("-" if x is None else f"{x:.2f}" for x in xs)
 
-    lines = ["arm | evaluation, first -> last 5 | use, first -> last 5 | gain (eval + use) | held-out accuracy",
-             "----|-----------------------------|----------------------|-------------------|------------------"]
+    lines = ["arm | evaluation, first -> last 5 | use, first -> last 5 | gain (eval + use) | use right (no tool) / "
+             "episodes | held-out accuracy",
+             "----|-----------------------------|----------------------|-------------------|"
+             "----------------------------|------------------"]
     for arm, m in r["arms"].items():
+        u = m["use_answers"]
         lines.append(f"{arm} | {pair(m['evaluation'])} | {pair(m['use'])} | {m['gain']:+.3f} | "
-                     f"{r['held_out_accuracy'][arm]:.3f}")
-    lines.append(f"cold start | - | - | - | {r['held_out_accuracy']['cold_start']:.3f}")
+                     f"{u['right']} ({u['right_without_tool']}) / {u['episodes']} | {r['held_out_accuracy'][arm]:.3f}")
+    lines.append(f"cold start | - | - | - | - | {r['held_out_accuracy']['cold_start']:.3f}")
     v = r["verdict"]
     lines += ["", f"paired (smith - control, last 5): {r['paired']:+.3f} (target >= {REAL_TARGETS['paired']}: "
               f"{'met' if v['paired'] else 'not met'})",

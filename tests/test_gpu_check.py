@@ -47,5 +47,7 @@ def test_gpu_check_real_dry_run(tmp_path):
     for arm in ("smith", "control"):
         rows = [json.loads(x) for x in (work / f"run-{arm}" / "metrics.jsonl").read_text().splitlines()]
         assert [r["step"] for r in rows] == [1, 2] and result["arms"][arm]["evaluation"][0] is not None
+        u = result["arms"][arm]["use_answers"]
+        assert u["episodes"] > 0 and 0 <= u["right_without_tool"] <= u["right"] <= u["episodes"]
     control = yaml.safe_load((work / "run-control" / "config.yaml").read_text())
     assert control["dapo"]["learning_rate"] == 0 and control["model"]["name_or_path"] == str(work / "cold-start")
