@@ -74,8 +74,8 @@ def main(out_path: str, overrides: list[str]) -> None:
 
     def probed_loss(self: Any, model: Any, inputs: dict[str, Any]) -> Any:
         ratio = inputs.get("importance_sampling_ratio")
-        if ratio is not None and records:
-            mask = inputs["completion_mask"].bool()
+        mask = inputs["completion_mask"].bool()
+        if ratio is not None and records and mask.any():  # a micro-batch of truncated episodes keeps no token
             rows = [r[m] for r, m in zip(ratio.float(), mask, strict=True) if m.sum() > 1]
             records[-1].setdefault("is_ratio", []).append({
                 "shape": list(ratio.shape), "completion_shape": list(inputs["completion_ids"].shape),

@@ -28,3 +28,15 @@ def test_benchmark_prints_its_ratio(script, args, ratio):
     found = re.findall(ratio, proc.stdout)
     assert found, proc.stdout[-2000:]
     assert all(math.isfinite(float(x)) and float(x) > 0 for x in found)
+
+
+def test_step_tokens_prints_each_roles_tokens():
+    """benchmarks/step_tokens.py at a small shape, HF backend: a row per role and the last line."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "step_tokens.py"), "--steps", "1", "--backends",
+                           "hf", "dapo.prompts_per_step=2", "dapo.num_generations=2", "build.k_heldout=2",
+                           "use.max_turns=2", "judge.max_new_tokens=16", "dapo.max_completion_length=256"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "hf | policy | hf |" in proc.stdout and "hf | step | - | - |" in proc.stdout
+    last = re.fullmatch(r"step_tokens policy=(\d+) evaluator=(\d+) judge=(\d+)", proc.stdout.strip().splitlines()[-1])
+    assert last and int(last.group(1)) > 0, proc.stdout[-2000:]
