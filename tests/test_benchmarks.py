@@ -32,8 +32,8 @@ def test_benchmark_prints_its_ratio(script, args, ratio):
 
 def test_step_tokens_prints_each_roles_tokens():
     """benchmarks/step_tokens.py at a small shape, HF backend: a row per role and the last line."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "step_tokens.py"), "--steps", "1", "--backends",
-                           "hf", "dapo.prompts_per_step=2", "dapo.num_generations=2", "build.k_heldout=2",
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "step_tokens.py"), "--backends", "hf", "--steps",
+                           "1", "dapo.prompts_per_step=2", "dapo.num_generations=2", "build.k_heldout=2",
                            "use.max_turns=2", "judge.max_new_tokens=16", "dapo.max_completion_length=256"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
