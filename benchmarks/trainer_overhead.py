@@ -69,6 +69,10 @@ class FixedRollout:
     def settle_admissions(self, verdicts) -> None:
         """The pre-made samples stage no tool, so there is nothing to tell."""
 
+    def take_meters(self) -> dict:
+        """No model generates here: no per-role counts."""
+        return {}
+
 
 class KeySource:
     def task(self, key):
