@@ -74,6 +74,7 @@ def test_no_demonstration_that_fits_is_a_clear_error(tiny_model_dir, rg_cache, t
                          cache_dir=str(rg_cache), progress=False)
 
 
+@pytest.mark.timeout(3600)
 @pytest.mark.slow  # the cold start (48 demonstrations) and 2 SMITH steps of a real 135M model on 2 CPU cores
 def test_real_weights_smoke_run(real_model_dir, tmp_path):
     """`recipe=smollm2-135m` as benchmarks/real_step.py runs it (the recipe's 2 steps), then the run it left."""
