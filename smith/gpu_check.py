@@ -34,6 +34,11 @@ TINY_DIMS = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2
              "num_key_value_heads": 2, "head_dim": 32, "max_window_layers": 2}
 
 
+def isolation() -> str:
+    """The sandbox is strict where bubblewrap is installed, else process isolation (GPU images often lack it)."""
+    return "strict" if shutil.which("bwrap") else "process"
+
+
 def build_random_model(path: Path, dry_run: bool) -> Path:
     """The Qwen3-4B-architecture model (tiny dims on a dry run), random init, saved with smith's tiny tokenizer."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
@@ -62,7 +67,7 @@ def overrides(model_dir: Path, run_dir: Path, dry_run: bool, steps: int) -> list
     return ["recipe=tiny-random", f"model.name_or_path={model_dir}", f"output_dir={run_dir}",
             f"max_steps={steps}", f"save_every={steps}", "lora.r=64", "lora.alpha=128", "dapo.num_generations=8",
             "dapo.prompts_per_step=2", "evaluator.kind=self", "judge.kind=self", "evaluator.sync_every=1",
-            f"sandbox.isolation={'strict' if shutil.which('bwrap') else 'process'}",
+            f"sandbox.isolation={isolation()}",
             f"tasks.cache_dir={run_dir.parent / 'items'}",
             *(["device=cpu", "model.dtype=float32", "dapo.max_completion_length=32", "judge.max_new_tokens=16"]
               if dry_run else ["device=cuda", "model.dtype=bfloat16", "dapo.max_completion_length=256",
@@ -108,7 +113,6 @@ def real_overrides(base: Path, run_dir: Path, dry_run: bool, steps: int) -> list
     """`recipe=smollm2-135m` from the cold-started `base`. On the GPU: the paper's G = 8, T = 5 and refill; B = 4
     prompts and K = 4 held-out questions (the paper's 8 and 16) and 512 completion tokens keep two arms of 30
     steps on smith's HF decode loop near the 8-minute budget (not measured: no GPU was lent so far)."""
-    isolation = "strict" if shutil.which("bwrap") else "process"
     shape = (["device=cpu", "model.dtype=float32", "dapo.num_generations=2", "dapo.max_completion_length=48",
               "build.k_heldout=1", "use.max_turns=2", "use.max_turn_tokens=16",
               "judge.max_new_tokens=8"] if dry_run else
@@ -117,7 +121,7 @@ def real_overrides(base: Path, run_dir: Path, dry_run: bool, steps: int) -> list
               "dapo.dynamic_sampling=refill"])
     return ["recipe=smollm2-135m", f"model.name_or_path={base}", "cold.demos=0", f"output_dir={run_dir}",
             f"max_steps={steps}", f"save_every={steps}", f"tasks.cache_dir={run_dir.parent / 'items'}",
-            f"sandbox.isolation={isolation}", *shape]
+            f"sandbox.isolation={isolation()}", *shape]
 
 
 def _env() -> dict[str, str]:
@@ -151,14 +155,13 @@ def held_out(models: dict[str, Path], work: Path, dry_run: bool, items: int) -> 
 
     categories = yaml.safe_load((ROOT / "smith" / "recipes" / "recipe" / "smollm2-135m.yaml").read_text())[
         "tasks"]["categories"]
-    isolation = "strict" if shutil.which("bwrap") else "process"
     procs, logs, dests = {}, {}, {}
     for name, model in models.items():
         dests[name], logs[name] = work / f"eval-{name}", work / f"eval-{name}.log"
         args = [sys.executable, "eval.py", "suite=rg", "mode=build_use", f"model={model}",
                 f"suite.categories=[{','.join(categories)}]", "suite.splits=[seen]", "suite.n_distractors=2",
                 f"limit={items}", f"output_dir={dests[name]}",
-                f"suite.cache_dir={work / 'items'}", f"suite.sandbox.isolation={isolation}",
+                f"suite.cache_dir={work / 'items'}", f"suite.sandbox.isolation={isolation()}",
                 *(["suite.max_new_tokens=16", "suite.build_max_new_tokens=48", "suite.max_turns=2",
                    "suite.bootstrap=100"] if dry_run else [])]
         procs[name] = subprocess.Popen(args, cwd=ROOT, env=_env(), stdout=logs[name].open("w"),
