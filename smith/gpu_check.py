@@ -259,6 +259,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--work", default=str(ROOT / "checkpoints" / ".gpu-check"), help="model and run directory")
     ap.add_argument("--out", default=None, help="JSON result (default: <work>/gpu_check.json)")
     a = ap.parse_args(argv)
+    if a.gguf is not None and not Path(a.gguf).is_file():  # before any build: nothing is started for a bad path
+        raise SystemExit(f"error: --gguf {a.gguf} is not a file; pass the SmolLM2-135M-Instruct GGUF file")
     if not a.dry_run and not torch.cuda.is_available():
         raise SystemExit("error: no CUDA device; run with --dry-run for the CPU-size check")
     if a.real:

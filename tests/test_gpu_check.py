@@ -51,3 +51,11 @@ def test_gpu_check_real_dry_run(tmp_path):
         assert u["episodes"] > 0 and 0 <= u["right_without_tool"] <= u["right"] <= u["episodes"]
     control = yaml.safe_load((work / "run-control" / "config.yaml").read_text())
     assert control["dapo"]["learning_rate"] == 0 and control["model"]["name_or_path"] == str(work / "cold-start")
+
+
+def test_a_missing_gguf_file_is_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "smith.gpu_check", "--real", "--gguf", str(tmp_path / "none.gguf"),
+                           "--work", str(tmp_path / "work")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and proc.stderr.strip() == f"error: --gguf {tmp_path / 'none.gguf'} is not a file; " \
+        "pass the SmolLM2-135M-Instruct GGUF file"
+    assert not (tmp_path / "work").exists()
