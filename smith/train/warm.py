@@ -34,6 +34,7 @@ trains on the other two; spell_backward tools still appear as menu distractors i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -142,12 +143,18 @@ def demo_tool(category: str, rng: random.Random, malformed: bool = False) -> tup
     return text, PoolEntry(category, ToolSpec(code, schema, name), 1.0 if correct else 0.0), correct and not malformed
 
 
-def run_tool(entry: PoolEntry, question: str) -> str:
-    """Output of one of this module's own demonstration tools (trusted code written above, never a model's)."""
+@functools.cache
+def _function(code: str, name: str) -> Any:
     scope: dict[str, Any] = {}
-    exec(entry.tool.code, scope)
+    exec(code, scope)
+    return scope[name]
+
+
+def run_tool(entry: PoolEntry, question: str) -> str:
+    """Output of one of this module's own demonstration tools (trusted code written above, never a model's; the
+    few distinct bodies are compiled once)."""
     try:
-        return str(scope[entry.tool.function_name](question))
+        return str(_function(entry.tool.code, entry.tool.function_name)(question))
     except Exception as e:  # a damaged argument may make a tool raise, as in a rollout
         return f"error: error: {type(e).__name__}: {e}"
 
@@ -313,7 +320,14 @@ class LearntPositionsSFTTrainer(PlainLossSFTTrainer):
     """The same cross-entropy, with the LM head applied only where a label is learnt: most positions of a copy
     drill or a demonstration are context, and with a 3,072-token vocabulary over a 128-wide model the head is a
     large share of the compute (benchmarks/warm_sft.py: the same final loss as TRL's defaults, and the speed).
-    A PEFT model (the cold start, smith.train.cold) runs through its base, where the adapters sit in place."""
+
+    The batch runs as `length_groups` forwards of rows of similar length, each cut to its own longest row: TRL pads
+    on the right and attention is causal, so a row's tokens never see the padding and the loss (summed, then
+    divided by the batch's learnt tokens) is the batch's own; copy drills and demonstrations vary 3x in length,
+    and the padding was 40-50% of the compute. A PEFT model (the cold start, smith.train.cold) runs through its
+    base, where the adapters sit in place."""
+
+    length_groups = 4
 
     def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
                      ) -> Any:
@@ -321,12 +335,21 @@ class LearntPositionsSFTTrainer(PlainLossSFTTrainer):
 
         if return_outputs:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        labels = inputs["labels"][:, 1:]
         model = model.get_base_model() if hasattr(model, "get_base_model") else model
-        hidden = model.model(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"))
-        learnt = labels != -100
-        loss = F.cross_entropy(model.lm_head(hidden.last_hidden_state[:, :-1][learnt]), labels[learnt], reduction="sum")
-        return loss / (learnt.sum() if num_items_in_batch is None else num_items_in_batch)
+        mask = inputs.get("attention_mask")
+        lengths = (mask.sum(1) if mask is not None else inputs["input_ids"].new_full(
+            (len(inputs["input_ids"]),), inputs["input_ids"].shape[1]))
+        order = lengths.argsort()
+        loss, learnt_total = 0.0, 0
+        for rows in order.tensor_split(min(self.length_groups, len(order))):
+            width = int(lengths[rows].max())
+            ids, labels = inputs["input_ids"][rows, :width], inputs["labels"][rows, 1:width]
+            hidden = model.model(input_ids=ids, attention_mask=None if mask is None else mask[rows, :width])
+            learnt = labels != -100
+            loss = loss + F.cross_entropy(model.lm_head(hidden.last_hidden_state[:, :-1][learnt]), labels[learnt],
+                                          reduction="sum")
+            learnt_total += learnt.sum()
+        return loss / (learnt_total if num_items_in_batch is None else num_items_in_batch)
 
 
 @dataclass
@@ -380,11 +403,8 @@ def fresh_model(tok: Any, s: WarmSettings) -> Any:
 
 def drill_rows(drills: list[tuple[str, str]], tok: Any) -> list[dict[str, list[int]]]:
     """SFT rows of the copy drills: the loss on the reply only."""
-    rows = []
-    for context, reply in drills:
-        c, r = (tok(x, add_special_tokens=False)["input_ids"] for x in (context, reply))
-        rows.append({"input_ids": c + r, "labels": [-100] * len(c) + r})
-    return rows
+    contexts, replies = (tok([d[i] for d in drills], add_special_tokens=False)["input_ids"] for i in (0, 1))
+    return [{"input_ids": c + r, "labels": [-100] * len(c) + r} for c, r in zip(contexts, replies, strict=True)]
 
 
 def demo_rows(demos: list[Demo], tok: Any) -> list[dict[str, list[int]]]:
