@@ -20,7 +20,7 @@ PYTHON = python_of(DEFAULT_DIR)
 needs_bfcl = pytest.mark.skipif(
     not has_bfcl(PYTHON),
     reason=f"bfcl-eval venv missing at {PYTHON}; create it with `.venv/bin/python -m smith.evals.bfcl.venv` "
-    "(scripts/setup.sh does in CI)",
+    "(`scripts/setup.sh --tests` does, as in CI)",
 )
 
 
