@@ -403,7 +403,9 @@ def fresh_model(tok: Any, s: WarmSettings) -> Any:
 
 def drill_rows(drills: list[tuple[str, str]], tok: Any) -> list[dict[str, list[int]]]:
     """SFT rows of the copy drills: the loss on the reply only."""
-    contexts, replies = (tok([d[i] for d in drills], add_special_tokens=False)["input_ids"] for i in (0, 1))
+    texts = list(dict.fromkeys(t for d in drills for t in d))  # half the strings repeat: each is encoded once
+    ids = dict(zip(texts, tok(texts, add_special_tokens=False)["input_ids"], strict=True))
+    contexts, replies = ([ids[d[i]] for d in drills] for i in (0, 1))
     return [{"input_ids": c + r, "labels": [-100] * len(c) + r} for c, r in zip(contexts, replies, strict=True)]
 
 
