@@ -46,7 +46,7 @@ install_smith() {
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   # torch first, exactly, with pip (which reads this machine's pip config: where a CPU wheel lies on local disk;
   # any looser spec can pull a multi-GB CUDA build); then uv, which keeps that torch and installs the rest of
-  # the pins in seconds where pip took minutes (.venv 168 s -> about 30 s from a clone)
+  # the pins in seconds where pip took minutes (.venv 168 s -> 46 s from a clone)
   .venv/bin/python -m pip install -q --no-compile "torch==2.13.0" "uv==0.13.9"   # bytecode on first import, as uv
   uvpip() { .venv/bin/uv pip install -q --python .venv/bin/python "$@"; }
   uvpip -e ".[dev]"
