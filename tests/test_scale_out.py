@@ -84,8 +84,10 @@ def test_colocated_vllm_gets_the_policy_weights_every_step(warm_dir, tmp_path):
 
     gaps = [(round(gap(r, "policy"), 4), round(gap(r, "base"), 4)) for r in steps]
     # the engine samples from the policy as it is at each step (TRL's sync reached vLLM), not from the base model
-    # (measured: policy 0.014 / 0.021 / 0.030 against base 0.014 / 1.09 / 2.04; vLLM computes in bfloat16)
-    assert all(p < 0.1 for p, _ in gaps) and all(b > 0.5 for _, b in gaps[1:]), gaps
+    # (measured: policy 0.014 / 0.021 / 0.030 against base 0.014 / 1.09 / 2.04; vLLM computes in bfloat16). A step
+    # whose groups all tie is dropped (recipe=tiny) and leaves the policy where it was (CI once saw base 0.014 /
+    # 0.014 / 0.80), so the base gap must open by the last step, not at every one
+    assert all(p < 0.1 for p, _ in gaps) and gaps[-1][1] > 0.5, gaps
     # token-level importance weights (dapo.vllm_importance_sampling=token_truncate): the ratio reaching TRL's loss
     # is one per completion token, varies along an episode, and is capped at 3 (TRL's sequence_mask gives (B, 1))
     ratios = [x for r in steps for x in r.get("is_ratio", [])]
