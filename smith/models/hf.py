@@ -194,7 +194,7 @@ class HFBackend(TokenBackend):
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
         cache = DynamicCache()
         batch = len(prompts)
-        done = torch.zeros(batch, dtype=torch.bool, device=device)
+        live = torch.arange(batch, device=device)  # the rows still generating, as indices into the batch
         eos = torch.tensor(sorted(self.eos_ids), device=device)
         tokens: list[torch.Tensor] = []
         logps: list[torch.Tensor] = []
@@ -208,16 +208,19 @@ class HFBackend(TokenBackend):
                     logits_to_keep=1,  # only the last position: full-prompt logits would not fit for big vocabs
                 ).logits[:, -1, :]
                 token, logp = _sample(logits, params, gen)
-                token = torch.where(done, torch.full_like(token, self.pad_id), token)
-                tokens.append(token)
-                logps.append(logp)
-                if not bar.disable:  # a count (and its device sync) only when someone watches
-                    bar.update(int((~done).sum()))
-                done = done | torch.isin(token, eos)
-                if bool(done.all()):
-                    break
+                tokens.append(torch.full((batch,), self.pad_id, device=device).index_copy(0, live, token))
+                logps.append(torch.zeros(batch, device=device).index_copy(0, live, logp))
+                if not bar.disable:
+                    bar.update(len(live))
+                going = ~torch.isin(token, eos)
+                if not bool(going.all()):  # finished rows leave the batch: the rest decode without them
+                    if not bool(going.any()):
+                        break
+                    keep = going.nonzero().squeeze(1)
+                    cache.batch_select_indices(keep)
+                    live, mask, token = live[keep], mask[keep], token[keep]
                 step_ids = token[:, None]
-                mask = torch.cat([mask, torch.ones(batch, 1, dtype=mask.dtype, device=device)], dim=-1)
+                mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype, device=device)], dim=-1)
             bar.refresh()  # the final count, which tqdm's rate limit may not have drawn
         return self._collect(prompts, tokens, logps)
 
