@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("trainer_overhead.py", ["--steps", "2", "--rounds", "1"], r"trainer step ratio smith/trl=([0-9.]+)"),
     ("sandbox_throughput.py", ["--calls", "40", "--workers", "2"], r"speedup=([0-9.]+)"),
     ("lots_scoring.py", ["--requests", "1", "--repeats", "1"], r"lots scoring speedup=([0-9.]+)"),
+    ("evaluator_batch.py", ["--builds", "2", "--questions", "4", "--rounds", "1", "--max-new-tokens", "64"],
+     r"speedup=([0-9.]+)"),
 ])
 def test_benchmark_prints_its_ratio(script, args, ratio):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, capture_output=True,

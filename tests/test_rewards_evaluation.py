@@ -16,7 +16,7 @@ import pytest
 from sandbox import Limits
 from smith.evals.grade import grade_cli
 from smith.models.base import Generation
-from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_direct, evaluate_with_model
+from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_direct, evaluate_many, evaluate_with_model
 from smith.tasks import items
 from smith.toolspec import ToolSpec, spec_from_source
 
@@ -132,6 +132,35 @@ def test_model_evaluator_counts_answers_that_came_through_the_tool(hard, sandbox
     assert backend.batches[0][1] == [[REFERENCE_SPEC.openai_tool()]] * K
     t = res.traces[0]
     assert t.turns == 2 and t.calls[0]["status"] == "ok" and t.calls[0]["arguments"] == {"question": hard[0].question}
+
+
+def test_many_tools_share_the_evaluators_batches_and_each_is_graded_on_its_own(hard, sandbox):
+    """A step's builds share the evaluator's batches (one chat call per turn for every question of every tool);
+    each tool is graded on its own questions by its own code, under its own name, as it would be alone."""
+    off_by_one = spec("import re\n\n\ndef solve(question):\n"
+                      "    return str(bin(int(re.findall(r'\\d+', question)[-1])).count('1') + 1)")
+    renamed = ToolSpec(REFERENCE_SPEC.code.replace("def solve", "def bits"), {**SCHEMA, "name": "bits"}, "bits")
+
+    def by_name(conv):  # calls whichever tool the conversation offers: its name is in the question's tools
+        return call(question_of(conv), name=names[question_of(conv)]) if conv[-1]["role"] == "user" \
+            else conv[-1]["content"]
+
+    jobs = [(REFERENCE_SPEC, hard[:6]), (off_by_one, hard[6:10]), (renamed, hard[10:])]
+    names = {it.question: s.function_name for s, its in jobs for it in its}
+    backend = ScriptedEvaluator(by_name)
+    together = evaluate_many(jobs, backend, sandbox, LIMITS)
+    assert [n for n, _ in backend.batches] == [K, K]  # 6 + 4 + 6 questions, two turns, one batch each
+    assert backend.batches[0][1] == [[s.openai_tool()] for s, its in jobs for _ in its]
+    assert [(r.correct, r.k, r.r_eval) for r in together] == [(6, 6, 1.0), (0, 4, 0.0), (6, 6, 1.0)]
+    alone = [evaluate_with_model(s, its, ScriptedEvaluator(by_name), sandbox, LIMITS) for s, its in jobs]
+    def shape(r):  # what happened to each question, without the timings
+        return [(t.item_id, t.status, t.answer, t.turns, [(c["name"], c["arguments"], c["status"]) for c in t.calls])
+                for t in r.traces]
+
+    assert [shape(r) for r in together] == [shape(r) for r in alone]
+    assert evaluate_many([], backend, sandbox, LIMITS) == []
+    with pytest.raises(ValueError, match="no questions"):
+        evaluate_many([(REFERENCE_SPEC, [])], backend, sandbox, LIMITS)
 
 
 def test_model_evaluator_conversation_shape(hard, sandbox):

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from transformers import AutoTokenizer
 
 from sandbox import Limits
+from smith.models.base import Generation
 from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
@@ -89,6 +90,49 @@ def test_build_correct_malformed_and_raising_tools(tok, sandbox, bank):
     for s in samples:  # build samples: every completion token is the model's
         assert len(s.completion_ids) == len(s.logprobs) == len(s.mask) and all(s.mask)
         assert s.completion_ids[-1] == tok.eos_token_id
+
+
+class ChatScript:
+    """A chat backend double (the evaluator's or the judge's text); records each call's batch size."""
+
+    def __init__(self, reply):
+        self.reply, self.batches = reply, []
+
+    def chat(self, conversations, tools=None, params=None):
+        self.batches.append(len(conversations))
+        return [Generation(self.reply(c, t)) for c, t in zip(conversations, tools or [None] * len(conversations),
+                                                                strict=True)]
+
+
+def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(tok, sandbox, bank):
+    mismatch = {**SCHEMA, "name": "reverse_it"}  # the schema names a function the code lacks: the judge still speaks
+    replies = iter([response(REVERSE, SCHEMA), response("def spell_backward(question:\n    return 1\n", SCHEMA),
+                    response(RAISES, SCHEMA), response(REVERSE, mismatch)])
+
+    def evaluator_reply(conv, tools):  # call the offered tool with the question, then repeat what it said
+        if conv[-1]["role"] == "user":
+            call = {"name": tools[0]["function"]["name"], "arguments": {"question": conv[-1]["content"]}}
+            return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+        return conv[-1]["content"]
+
+    evaluator = ChatScript(evaluator_reply)
+    judge = ChatScript(lambda conv, tools: "code_correctness: 8/10\nschema_quality: 6/10\noverall: 7/10")
+    pool = ToolPool()
+    ro = Rollout(ScriptedBackend(tok, lambda ctx: next(replies)), sandbox, Limits(timeout_s=2.0, memory_mb=256), pool,
+                 RolloutSettings(max_completion_length=600, evaluator="self", judge="self"), evaluator=evaluator,
+                 judge=judge)
+    try:
+        samples = ro.run([build_task(bank)] * 4, [], random.Random(0))
+    finally:
+        ro.close()
+    got = [(s.rewards["format"], s.rewards["evaluation"], s.rewards["judge"]) for s in samples]
+    assert got == [(0.5, 1.0, 0.7), (0.0, 0.0, -0.5), (0.5, 0.0, 0.7), (0.0, 0.0, 0.35)]
+    # the 4 held-out questions of both parseable builds in one evaluator batch per turn; 3 builds judged in one
+    assert evaluator.batches == [8, 8] and judge.batches == [3]
+    assert [s.trace["evaluation"]["correct"] for s in samples if "evaluation" in s.trace] == [4, 0]
+    assert [(e.tool.function_name, e.r_eval, e.r_judge) for e in pool] == [("spell_backward", 1.0, 0.7)]
+    meters = ro.take_meters()
+    assert {"time/evaluator", "time/judge", "tokens/judge/ChatScript"} <= set(meters)  # each role still metered
 
 
 def test_use_episode_wrong_call_then_right_call(tok, sandbox, bank):

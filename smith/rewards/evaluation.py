@@ -7,7 +7,8 @@ A built tool is graded on K hard-band questions its writer never saw answered. T
   counts as correct exactly when (1) the evaluator made at least one call of the tool that ran to
   completion (sandbox status "ok", arguments valid against the schema) and (2) the output of the LAST such
   call, as text, scores 1.0 with the dataset's scorer. The evaluator's own prose is never graded, so an
-  answer reasoned out in text without the tool counts for nothing.
+  answer reasoned out in text without the tool counts for nothing. `evaluate_many` grades the tools of a
+  step's builds in shared generation batches.
 - `evaluate_direct`: no model. Calls the tool's function once per question with the question text as its
   single string parameter; the call's output is graded the same way. Deterministic; used by
   `smith grade` (smith.evals.grade) and for fast CPU runs.
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -127,15 +130,19 @@ def evaluate_direct(spec: ToolSpec, items: list[Item], sandbox: Any, limits: Any
     return _result(traces)
 
 
-def _schema_executor(spec: ToolSpec, name: str, sandbox: Any, limits: Any, graded: dict[int, str]) -> Executor:
-    """Runs a turn's calls of the one tool: each checked against the schema first, all valid ones of every
-    question in one sandbox batch; the output of each question's last successful call lands in `graded`."""
-    validator = Draft202012Validator(spec.parameters)
+def _schema_executor(tools: Sequence[tuple[ToolSpec, str]], sandbox: Any, limits: Any,
+                     graded: dict[tuple[int, int], str]) -> Executor:
+    """Runs a turn's calls, each episode (key (tool, question)) calling its own tool: each call checked against
+    its schema first, all valid ones of a tool in one sandbox batch; the output of each question's last
+    successful call lands in `graded`."""
+    validators = [Draft202012Validator(spec.parameters) for spec, _ in tools]
 
     def run(batch: list[tuple[Episode, Any]]) -> list[list[str]]:
         outs: list[list[str]] = []
-        pending: list[tuple[list[str], int, Episode, dict[str, Any]]] = []
+        pending: dict[int, list[tuple[list[str], int, Episode, dict[str, Any]]]] = {}
         for episode, parsed in batch:
+            tool = episode.key[0]
+            name = tools[tool][1]
             fed = [f"error: {e}" for e in parsed.errors]  # an unreadable call is told as such, not recorded
             for call in parsed.calls:
                 record: dict[str, Any] = {"turn": episode.turns - 1, "name": call.name, "arguments": call.arguments}
@@ -143,17 +150,18 @@ def _schema_executor(spec: ToolSpec, name: str, sandbox: Any, limits: Any, grade
                 if call.name != name:
                     problem: str | None = f"unknown tool {call.name!r}; the tool is {name!r}"
                 else:
-                    problem = next((e.message for e in validator.iter_errors(call.arguments)), None)
+                    problem = next((e.message for e in validators[tool].iter_errors(call.arguments)), None)
                 if problem is None:
-                    pending.append((fed, len(fed), episode, record))
+                    pending.setdefault(tool, []).append((fed, len(fed), episode, record))
                     fed.append("")
                 else:
                     record.update(status="error", error=problem)
                     fed.append(f"error: {problem}")
             outs.append(fed)
-        if pending:
-            results = run_pure(sandbox, spec.code, spec.function_name, [p[3]["arguments"] for p in pending], limits)
-            for (fed, slot, episode, record), res in zip(pending, results, strict=True):
+        for tool, calls in pending.items():
+            spec = tools[tool][0]
+            results = run_pure(sandbox, spec.code, spec.function_name, [c[3]["arguments"] for c in calls], limits)
+            for (fed, slot, episode, record), res in zip(calls, results, strict=True):
                 record.update(status=res.status, error=res.error, seconds=res.seconds)
                 if res.status == "ok":
                     graded[episode.key] = output_text(res.value)
@@ -177,26 +185,56 @@ def evaluate_with_model(
     catalog: Catalog | None = None,
 ) -> EvalResult:
     """r_eval with an evaluator model that must answer each question through the tool (see the module
-    docstring for exactly what counts). Message-level episodes of the one tool loop (`smith.episodes.play`):
-    all open questions go to `backend.chat` in one batch per turn, and all of a turn's tool calls go to the
-    sandbox in one `run`; calls made in the last turn still run (their output can be the graded one)."""
-    name = tool_name or spec.function_name
+    docstring for exactly what counts): `evaluate_many` with one tool."""
+    return evaluate_many([(spec, items)], backend, sandbox, limits, max_turns, params, catalog,
+                         tool_names=None if tool_name is None else [tool_name])[0]
+
+
+def evaluate_many(
+    jobs: Sequence[tuple[ToolSpec, list[Item]]],
+    backend: ChatBackend,
+    sandbox: Any,
+    limits: Any = None,
+    max_turns: int = EvaluatorConfig.max_turns,
+    params: SamplingParams | None = None,
+    catalog: Catalog | None = None,
+    tool_names: Sequence[str] | None = None,
+    lock: AbstractContextManager | None = None,
+) -> list[EvalResult]:
+    """r_eval of several tools, each on its own questions, by one evaluator model: message-level episodes of
+    the one tool loop (`smith.episodes.play`), all open questions of every tool in one `backend.chat` batch per
+    turn (a step's builds share the evaluator's batches), each turn's valid calls of a tool in one sandbox `run`;
+    calls made in the last turn still run (their output can be the graded one). `lock` guards the generation
+    calls only (a model shared with other threads), not the sandbox runs."""
+    names = list(tool_names) if tool_names is not None else [spec.function_name for spec, _ in jobs]
+    if len(names) != len(jobs):
+        raise ValueError(f"{len(names)} tool names for {len(jobs)} tools")
+    for _, items in jobs:
+        if not items:
+            raise ValueError("no questions to evaluate; pass at least one item")
     episodes = [Episode([{"role": "system", "content": EVALUATOR_SYSTEM}, {"role": "user", "content": it.question}],
-                        {name: MenuTool(spec)}, key=i) for i, it in enumerate(items)]
-    graded: dict[int, str] = {}
-    play(episodes, backend, params or SamplingParams(), max_turns,
-         _schema_executor(spec, name, sandbox, limits, graded), last_turn="run")
-    traces = []
-    for i, (it, e) in enumerate(zip(items, episodes, strict=True)):
-        trace = QuestionTrace(it.id, "no_tool_call", expected=it.answer, calls=e.calls, turns=e.turns,
-                              seconds=sum(c.get("seconds", 0.0) for c in e.calls))
-        faulted = [c for c in e.calls if c.get("status") == FAULT]
-        if faulted:  # the evaluator saw the sandbox fail: the question cannot be graded
-            trace.status, trace.error = FAULT, faulted[0]["error"]
-        elif i in graded:
-            _grade(it, graded[i], trace, catalog)
-        elif e.calls:
-            trace.status = "error"
-            trace.error = next((c["error"] for c in reversed(e.calls) if c.get("error")), None)
-        traces.append(trace)
-    return _result(traces)
+                        {name: MenuTool(spec)}, key=(j, i))
+                for j, ((spec, items), name) in enumerate(zip(jobs, names, strict=True)) for i, it in enumerate(items)]
+    graded: dict[tuple[int, int], str] = {}
+    if episodes:
+        play(episodes, backend, params or SamplingParams(), max_turns,
+             _schema_executor([(spec, name) for (spec, _), name in zip(jobs, names, strict=True)], sandbox, limits,
+                              graded), last_turn="run", lock=lock)
+    results, at = [], 0
+    for j, (_, items) in enumerate(jobs):
+        traces = []
+        for i, (it, e) in enumerate(zip(items, episodes[at:at + len(items)], strict=True)):
+            trace = QuestionTrace(it.id, "no_tool_call", expected=it.answer, calls=e.calls, turns=e.turns,
+                                  seconds=sum(c.get("seconds", 0.0) for c in e.calls))
+            faulted = [c for c in e.calls if c.get("status") == FAULT]
+            if faulted:  # the evaluator saw the sandbox fail: the question cannot be graded
+                trace.status, trace.error = FAULT, faulted[0]["error"]
+            elif (j, i) in graded:
+                _grade(it, graded[j, i], trace, catalog)
+            elif e.calls:
+                trace.status = "error"
+                trace.error = next((c["error"] for c in reversed(e.calls) if c.get("error")), None)
+            traces.append(trace)
+        at += len(items)
+        results.append(_result(traces))
+    return results

@@ -12,8 +12,8 @@ import math
 import random
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from smith.models.base import Metered, SamplingParams
 from smith.models.chat_format import without_reasoning
 from smith.pool import PoolEntry, ToolPool, menu_names
 from smith.rewards import AXES
-from smith.rewards.evaluation import evaluate_direct, evaluate_with_model
+from smith.rewards.evaluation import evaluate_direct, evaluate_many
 from smith.rewards.format import format_reward
 from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
 from smith.rewards.tool import tool_execution_reward
@@ -148,8 +148,8 @@ class Rollout:
         build_samples, grading = self._generate_builds(build)
         use_samples = self._use_episodes(use, rng)
         t0 = time.perf_counter()
-        for sample, fut in zip(build_samples, grading, strict=True):
-            sample.rewards.update(fut.result())
+        for sample, rewards in zip(build_samples, grading(), strict=True):
+            sample.rewards.update(rewards)
         self.last_grading_wait = time.perf_counter() - t0
         return build_samples + use_samples
 
@@ -158,56 +158,78 @@ class Rollout:
         return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.s.temperature,
                               top_p=self.s.top_p)
 
-    def _generate_builds(self, tasks: Sequence[BuildTask]) -> tuple[list[Sample], list[Future]]:
+    def _generate_builds(self, tasks: Sequence[BuildTask]) -> tuple[list[Sample], Callable[[], list[dict[str, float]]]]:
+        """The build samples, and what waits for their rewards (graded on the workers while use episodes run)."""
         if not tasks:
-            return [], []
+            return [], list
         prompts = [self.policy.render(build_messages(t.examples)) for t in tasks]
         with self._model_lock:
             gens = self.policy.continue_ids(prompts, self._params(self.s.max_completion_length))
-        samples, futures = [], []
+        samples = []
         for t, p, g in zip(tasks, prompts, gens, strict=True):
             s = Sample("build", t.category, list(p))
             s.extend(g.completion_ids, g.logprobs, trained=True)
             s.truncated = g.finish_reason == "length"
             s.trace["response"] = g.text
             samples.append(s)
-            futures.append(self._executor.submit(self.grade_build, t, g.text, s.trace))
-        return samples, futures
+        if self.s.evaluator == "direct":  # sandbox only: each build on a worker of its own
+            futures = [self._executor.submit(self.grade_build, t, g.text, s.trace)
+                       for t, g, s in zip(tasks, gens, samples, strict=True)]
+            return samples, lambda: [f.result() for f in futures]
+        # a model evaluator: the questions of every build in its batches, so one worker grades them all
+        return samples, self._executor.submit(self.grade_builds, list(tasks), [g.text for g in gens],
+                                              [s.trace for s in samples]).result
 
     def grade_build(self, task: BuildTask, text: str, trace: dict[str, Any], parsed: Any = None) -> dict[str, float]:
-        """Format, evaluation and judge rewards of one build response (its reasoning left out); admits the tool
-        when r_eval > 0."""
-        text = without_reasoning(text)
-        parsed = parsed or parse_response(text)
-        trace["parse"] = {"ok": parsed.ok, "reason": str(parsed.reason), "detail": parsed.detail}
+        """Format, evaluation and judge rewards of one build response (`grade_builds`)."""
+        return self.grade_builds([task], [text], [trace], [parsed])[0]
+
+    def grade_builds(self, tasks: Sequence[BuildTask], texts: Sequence[str], traces: Sequence[dict[str, Any]],
+                     parsed: Sequence[Any] | None = None) -> list[dict[str, float]]:
+        """Format, evaluation and judge rewards of build responses (their reasoning left out), the evaluator's and
+        the judge's generations batched across the builds; admits each tool with r_eval > 0, in input order."""
+        texts = [without_reasoning(t) for t in texts]
+        parsed = [p or parse_response(t) for p, t in zip(parsed or [None] * len(texts), texts, strict=True)]
+        for trace, p in zip(traces, parsed, strict=True):
+            trace["parse"] = {"ok": p.ok, "reason": str(p.reason), "detail": p.detail}
         judged = self.s.judge != "none"
-        if not parsed.ok:
-            # A malformed pair ends the episode with zero on every axis, except where the judge formula speaks
-            # itself: -0.5 for a syntax error, 0.5 * s_overall when schema and code disagree (paper, r_judge).
-            r_judge = 0.0 if judged else NAN
-            if judged and parsed.reason == Reason.SYNTAX_ERROR:
-                r_judge = judge_reward(parsed, None)
-            elif judged and parsed.reason in (Reason.NAME_NOT_IN_CODE, Reason.PARAM_MISMATCH):
-                r_judge = self._judge(parsed, text, trace)
-            return {"format": 0.0, "evaluation": 0.0, "judge": r_judge}
-        spec = parsed.spec if hasattr(parsed, "spec") else parsed
+        ok = [i for i, p in enumerate(parsed) if p.ok]
+        specs = {i: parsed[i].spec if hasattr(parsed[i], "spec") else parsed[i] for i in ok}
+        evals = dict(zip(ok, self._evaluate([(specs[i], tasks[i].heldout) for i in ok]), strict=True))
+        # the judge formula speaks itself for a malformed pair: -0.5 for a syntax error, 0.5 * s_overall when
+        # schema and code disagree (paper, r_judge); every other malformed pair scores 0 on every axis
+        asked = [i for i, p in enumerate(parsed)
+                 if judged and (p.ok or p.reason in (Reason.NAME_NOT_IN_CODE, Reason.PARAM_MISMATCH))]
+        verdicts = dict(zip(asked, self._judge([specs.get(i, texts[i]) for i in asked], [parsed[i] for i in asked],
+                                               [traces[i] for i in asked]), strict=True))
+        rewards = []
+        for i, (task, p, trace) in enumerate(zip(tasks, parsed, traces, strict=True)):
+            r_judge = verdicts.get(i, NAN if not judged else 0.0)
+            if judged and not p.ok and p.reason == Reason.SYNTAX_ERROR:
+                r_judge = judge_reward(p, None)
+            if not p.ok:
+                rewards.append({"format": 0.0, "evaluation": 0.0, "judge": r_judge})
+                continue
+            ev = evals[i]
+            trace["evaluation"] = {"correct": ev.correct, "k": ev.k, "faults": ev.faults,
+                                   "no_tool_call": sum(t.status == "no_tool_call" for t in ev.traces)}
+            if ev.r_eval > 0:
+                entry = PoolEntry(task.category, specs[i], ev.r_eval, None if math.isnan(r_judge) else r_judge,
+                                  self._step, self.s.source_run)
+                with self._pool_lock:
+                    trace["admitted"] = self.admit(entry)
+                    if trace["admitted"] is None:  # staged across ranks: `settle_admissions` tells it
+                        self._pending.append((trace, entry))
+            rewards.append({"format": format_reward(p), "evaluation": ev.r_eval, "judge": r_judge})
+        return rewards
+
+    def _evaluate(self, jobs: list[tuple[Any, list[Any]]]) -> list[Any]:
+        """r_eval of each (spec, held-out items): in the sandbox alone, or through the evaluator model, whose
+        generations (not its sandbox runs) hold the model."""
         if self.s.evaluator == "direct":
-            ev = evaluate_direct(spec, task.heldout, self.sandbox, self.limits, self.catalog)
-        else:
-            with self._model_lock:
-                ev = evaluate_with_model(spec, task.heldout, self.evaluator, self.sandbox, limits=self.limits,
-                                         max_turns=self.s.evaluator_max_turns, catalog=self.catalog)
-        trace["evaluation"] = {"correct": ev.correct, "k": ev.k, "faults": ev.faults,
-                               "no_tool_call": sum(t.status == "no_tool_call" for t in ev.traces)}
-        r_judge = self._judge(parsed, text, trace) if judged else NAN
-        if ev.r_eval > 0:
-            entry = PoolEntry(task.category, spec, ev.r_eval, None if math.isnan(r_judge) else r_judge,
-                              self._step, self.s.source_run)
-            with self._pool_lock:
-                trace["admitted"] = self.admit(entry)
-                if trace["admitted"] is None:  # staged across ranks: `settle_admissions` tells it
-                    self._pending.append((trace, entry))
-        return {"format": format_reward(parsed), "evaluation": ev.r_eval, "judge": r_judge}
+            return [evaluate_direct(spec, items, self.sandbox, self.limits, self.catalog) for spec, items in jobs]
+        return evaluate_many(jobs, self.evaluator, self.sandbox, self.limits, self.s.evaluator_max_turns,
+                             catalog=self.catalog, lock=self._model_lock)
 
     def settle_admissions(self, verdicts: dict[int, bool]) -> None:
         """Each staged candidate's trace learns whether the pool took it (`Session.share_admissions`)."""
@@ -215,15 +237,20 @@ class Rollout:
         for trace, entry in pending:
             trace["admitted"] = verdicts[id(entry)]
 
-    def _judge(self, parsed: Any, text: str, trace: dict[str, Any]) -> float:
-        """The judge model's scores mapped to r_judge; an unparseable reply gives the documented neutral value."""
-        tool = parsed.spec if parsed.ok else text
+    def _judge(self, tools: list[Any], parsed: list[Any], traces: list[dict[str, Any]]) -> list[float]:
+        """The judge model's scores of each tool (a spec, or the raw text of a malformed pair) mapped to r_judge, in
+        one batch; an unparseable reply gives the documented neutral value."""
+        if not tools:
+            return []
         with self._model_lock:
-            reply = self.judge.chat([judge_prompt(tool)],
-                                    params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))[0].text
-        scores = parse_judge_reply(reply)
-        trace["judge"] = {"reply": reply[:500], "parsed": scores is not None}
-        return judge_reward(parsed, scores)
+            replies = [g.text for g in self.judge.chat([judge_prompt(t) for t in tools],
+                                                        params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))]
+        rewards = []
+        for reply, p, trace in zip(replies, parsed, traces, strict=True):
+            scores = parse_judge_reply(reply)
+            trace["judge"] = {"reply": reply[:500], "parsed": scores is not None}
+            rewards.append(judge_reward(p, scores))
+        return rewards
 
     # -- use -----------------------------------------------------------------------------------------
     def menu(self, category: str, rng: random.Random, question: str = "") -> list[tuple[str, PoolEntry]] | None:
@@ -288,16 +315,19 @@ class Rollout:
         with self._model_lock:
             gens = self.policy.continue_ids([s.prompt_ids for s in samples], self._params(self.s.max_completion_length))
         fmt = self.policy.chat_format
-        for s, e, g in zip(samples, episodes, gens, strict=True):
-            t = e.key
+        parsed = [parse_response(without_reasoning(g.text)) for g in gens]
+        for s, g in zip(samples, gens, strict=True):
             s.extend(g.completion_ids, g.logprobs, trained=True)
             s.trace["inner_build"] = {"response": g.text}
-            parsed = parse_response(without_reasoning(g.text))
-            s.rewards.update(self.grade_build(BuildTask(t.category, t.examples, t.heldout), g.text, s.trace, parsed))
-            if g.finish_reason == "length" or not parsed.ok:
+        graded = self.grade_builds([BuildTask(e.key.category, e.key.examples, e.key.heldout) for e in episodes],
+                                   [g.text for g in gens], [s.trace for s in samples], parsed)
+        for s, e, g, p, rewards in zip(samples, episodes, gens, parsed, graded, strict=True):
+            t = e.key
+            s.rewards.update(rewards)
+            if g.finish_reason == "length" or not p.ok:
                 e.end = "budget" if g.finish_reason == "length" else "no_tool"
                 continue
-            own = PoolEntry(t.category, parsed.spec, 0.0)
+            own = PoolEntry(t.category, p.spec, 0.0)
             with self._pool_lock:
                 others = self.pool.distractors(t.category, self.s.n_distractors, rng)
             tools = [own, *others]
