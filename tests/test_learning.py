@@ -22,9 +22,10 @@ SEED = 0
 STEPS = 30
 LAST = 5
 # smith - control (evaluation + use reward, last 5 steps) with the float32 warm model v6 (benchmarks/learning.py,
-# docs/training.md): seed 0 +0.32 in two runs; seeds 3 / 4 / 5 +0.55 / +0.16 / +0.15 (runs are not
-# bit-reproducible: pool admissions arrive in grading-thread order). The margin stays below the lowest; with the
-# advantage sign flipped the gap is strongly negative (docs/training.md).
+# docs/training.md): seed 0 +0.32 in two runs, +0.33 once finished rows left the decode batch (other samples);
+# seeds 3 / 4 / 5 +0.55 / +0.16 / +0.15 (runs are not bit-reproducible: pool admissions arrive in grading-thread
+# order). The margin stays below the lowest; with the advantage sign flipped the gap is strongly negative
+# (docs/training.md).
 MARGIN = 0.1
 
 
