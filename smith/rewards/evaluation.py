@@ -212,29 +212,28 @@ def evaluate_many(
     for _, items in jobs:
         if not items:
             raise ValueError("no questions to evaluate; pass at least one item")
-    episodes = [Episode([{"role": "system", "content": EVALUATOR_SYSTEM}, {"role": "user", "content": it.question}],
-                        {name: MenuTool(spec)}, key=(j, i))
-                for j, ((spec, items), name) in enumerate(zip(jobs, names, strict=True)) for i, it in enumerate(items)]
+    episodes = [[Episode([{"role": "system", "content": EVALUATOR_SYSTEM}, {"role": "user", "content": it.question}],
+                         {name: MenuTool(spec)}, key=(j, i)) for i, it in enumerate(items)]
+                for j, ((spec, items), name) in enumerate(zip(jobs, names, strict=True))]
     graded: dict[tuple[int, int], str] = {}
-    if episodes:
-        play(episodes, backend, params or SamplingParams(), max_turns,
+    if jobs:
+        play([e for tool in episodes for e in tool], backend, params or SamplingParams(), max_turns,
              _schema_executor([(spec, name) for (spec, _), name in zip(jobs, names, strict=True)], sandbox, limits,
                               graded), last_turn="run", lock=lock)
-    results, at = [], 0
-    for j, (_, items) in enumerate(jobs):
-        traces = []
-        for i, (it, e) in enumerate(zip(items, episodes[at:at + len(items)], strict=True)):
-            trace = QuestionTrace(it.id, "no_tool_call", expected=it.answer, calls=e.calls, turns=e.turns,
-                                  seconds=sum(c.get("seconds", 0.0) for c in e.calls))
-            faulted = [c for c in e.calls if c.get("status") == FAULT]
-            if faulted:  # the evaluator saw the sandbox fail: the question cannot be graded
-                trace.status, trace.error = FAULT, faulted[0]["error"]
-            elif (j, i) in graded:
-                _grade(it, graded[j, i], trace, catalog)
-            elif e.calls:
-                trace.status = "error"
-                trace.error = next((c["error"] for c in reversed(e.calls) if c.get("error")), None)
-            traces.append(trace)
-        at += len(items)
-        results.append(_result(traces))
-    return results
+    return [_result([_trace(it, e, graded.get(e.key), catalog) for it, e in zip(items, tool, strict=True)])
+            for (_, items), tool in zip(jobs, episodes, strict=True)]
+
+
+def _trace(item: Item, e: Episode, answer: str | None, catalog: Catalog | None) -> QuestionTrace:
+    """How one evaluator episode went; `answer` is the output of its last successful call, if any."""
+    trace = QuestionTrace(item.id, "no_tool_call", expected=item.answer, calls=e.calls, turns=e.turns,
+                          seconds=sum(c.get("seconds", 0.0) for c in e.calls))
+    faulted = [c for c in e.calls if c.get("status") == FAULT]
+    if faulted:  # the evaluator saw the sandbox fail: the question cannot be graded
+        trace.status, trace.error = FAULT, faulted[0]["error"]
+    elif answer is not None:
+        _grade(item, answer, trace, catalog)
+    elif e.calls:
+        trace.status = "error"
+        trace.error = next((c["error"] for c in reversed(e.calls) if c.get("error")), None)
+    return trace
