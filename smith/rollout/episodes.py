@@ -204,9 +204,12 @@ class Rollout:
                                                [traces[i] for i in asked]), strict=True))
         rewards = []
         for i, (task, p, trace) in enumerate(zip(tasks, parsed, traces, strict=True)):
-            r_judge = verdicts.get(i, NAN if not judged else 0.0)
-            if judged and not p.ok and p.reason == Reason.SYNTAX_ERROR:
-                r_judge = judge_reward(p, None)
+            if not judged:
+                r_judge = NAN
+            elif i in verdicts:
+                r_judge = verdicts[i]
+            else:  # a malformed pair the judge was not asked about
+                r_judge = judge_reward(p, None) if p.reason == Reason.SYNTAX_ERROR else 0.0
             if not p.ok:
                 rewards.append({"format": 0.0, "evaluation": 0.0, "judge": r_judge})
                 continue
