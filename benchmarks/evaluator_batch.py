@@ -46,6 +46,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=SamplingParams.max_new_tokens, help="as the rollout's")
     a = ap.parse_args()
+    if min(a.builds, a.questions, a.rounds, a.max_new_tokens) < 1:
+        ap.error("--builds, --questions, --rounds and --max-new-tokens must be at least 1")
     cache = str(ROOT / "checkpoints" / ".task-cache")
     warm = build_warm_model(ROOT / "checkpoints" / ".tiny-warm", cache_dir=cache)[0]
     backend = HFBackend.from_pretrained(warm, progress=False)
