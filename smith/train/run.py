@@ -207,10 +207,13 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         copy = ScriptedBackend(tok, script, name="scripted:evaluator") if copy is not None else None
     else:
         policy = hf
-    evaluator = {"self": copy, "direct": None}.get(str(cfg.evaluator.kind)) if cfg.evaluator.kind != "external" \
-        else external_backend(cfg.evaluator, cfg)
-    judge = {"self": copy, "none": None}.get(str(cfg.judge.kind)) if cfg.judge.kind != "external" \
-        else external_backend(cfg.judge, cfg)
+    external = {role: external_backend(getattr(cfg, role), cfg) for role in ("evaluator", "judge")
+                if getattr(cfg, role).kind == "external"}
+
+    def roles(copy: Any) -> dict[str, Any]:
+        """The evaluator and judge backends, given the frozen copy the trainer generates with."""
+        return {"evaluator": external.get("evaluator", copy if cfg.evaluator.kind == "self" else None),
+                "judge": external.get("judge", copy if cfg.judge.kind == "self" else None)}
     n_rows = int(cfg.max_steps) * int(cfg.dapo.prompts_per_step) * int(cfg.dapo.gradient_accumulation_steps) * 2
     dataset = Dataset.from_list(prompt_rows(n_rows, float(cfg.build.fraction)))
     if state.is_main_process:
@@ -227,13 +230,12 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         base = model_path if cfg.model.name_or_path == "tiny-warm" or int(cfg.cold.demos) > 0 else None
         session = Session(cfg, run_dir, pool, base_model=base)
         # admissions are staged by the session, so that every rank admits every rank's tools in one order
-        make_rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool,
-                               settings=rollout_settings(conf, run_dir), evaluator=evaluator, judge=judge,
-                               workers=max(2, int(cfg.sandbox.workers)), admit=session.stage, retriever=retriever,
-                               catalog=catalog)
+        rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool, settings=rollout_settings(conf, run_dir),
+                          workers=max(2, int(cfg.sandbox.workers)), admit=session.stage, retriever=retriever,
+                          catalog=catalog)
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=args, train_dataset=dataset,
-                               processing_class=tok, session=session, tasks=source, policy=policy,
-                               make_rollout=make_rollout,
+                               processing_class=tok, session=session, tasks=source, policy=policy, copy=copy,
+                               make_rollout=lambda policy, copy: rollout(policy, **roles(copy)),
                                callbacks=[SmithCallback(session), ConsoleCallback(run_dir), WandbConfig(cfg),
                                           *callbacks])
         stack.callback(trainer.rollout.close)

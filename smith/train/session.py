@@ -29,7 +29,7 @@ from smith.config import TrainConfig, field_of, typed
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
 from smith.rollout.episodes import RolloutSettings, Sample
-from smith.train.trainer import evaluator_state, gathered, sync_evaluator
+from smith.train.trainer import evaluator_state, gathered
 
 COMPLETE = "smith_checkpoint.json"  # written last: a checkpoint without it was interrupted and is ignored
 EVALUATOR_FILE = "evaluator_adapter.pt"
@@ -60,7 +60,7 @@ class Session:
             return 0.0
         if step // self.sync_every > self.last_sync // self.sync_every:
             t0 = time.perf_counter()
-            sync_evaluator(trainer.accelerator.unwrap_model(trainer.model))
+            trainer.sync_copy()
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
             self.last_sync = step

@@ -77,22 +77,41 @@ def evaluator_state(model: Any) -> dict[str, torch.Tensor]:
 class SmithTrainer(GRPOTrainer):
     """GRPOTrainer whose rollout_func runs SMITH episodes and whose advantages come from `args.advantage`."""
 
-    def __init__(self, *args: Any, session: Any = None, tasks: Any = None, policy: Any = None,
-                 make_rollout: Callable[[Any], Rollout] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, session: Any = None, tasks: Any = None, policy: Any = None, copy: Any = None,
+                 make_rollout: Callable[[Any, Any], Rollout] | None = None, **kwargs: Any) -> None:
         """`session` (smith.train.session.Session): pool, admissions, sync, logs; `tasks.task(key)` turns a prompt
-        key into a task; `make_rollout(policy)` builds the episode runner around the policy the trainer settles
-        on: `policy` itself, or TRL's vLLM engine when `args.use_vllm` (which exists only once TRL is set up).
-        Without them the trainer computes losses only (tests of the loss)."""
+        key into a task; `make_rollout(policy, copy)` builds the episode runner around the policy and the frozen
+        evaluator/judge copy the trainer settles on: `policy` and `copy` themselves, or both as adapters on TRL's
+        colocated vLLM engine (`args.use_vllm`; the engine exists only once TRL is set up), or in server mode
+        the policy on TRL's server. Without them the trainer computes losses only (tests of the loss)."""
         self.session = session
         self.tasks = tasks
-        super().__init__(*args, rollout_func=self._rollout, **kwargs)
-        if self.use_vllm:
-            from smith.train.vllm_policy import TRLVLLMPolicy, reload_through_runner
+        self.engine = None  # the colocated vLLM engine's adapters (smith.train.vllm_policy.AdapterEngine)
+        colocated = kwargs["args"].use_vllm and kwargs["args"].vllm_mode == "colocate"
+        if colocated:
+            from smith.train.vllm_policy import AdapterEngine, lora_engine
 
-            reload_through_runner(self.vllm_generation)
+            model = kwargs["model"]
+        with lora_engine(model.peft_config[POLICY_ADAPTER].r, model.dtype) if colocated else nullcontext():
+            super().__init__(*args, rollout_func=self._rollout, **kwargs)
+        if colocated:
+            self.engine = AdapterEngine(self, self.processing_class)
+            policy, copy = self.engine.policy, self.engine.copy
+        elif self.use_vllm:
+            from smith.train.vllm_policy import TRLVLLMPolicy
+
             policy = TRLVLLMPolicy(self, self.processing_class)
-        self.rollout = make_rollout(policy) if make_rollout is not None else None
+            if copy is not None and self.accelerator.is_main_process:
+                print("warning: generation.vllm_mode=server serves the policy only: the evaluator/judge copy "
+                      "generates on the trainer's HF loop (docs/training.md, \"GPU paths\")")
+        self.rollout = make_rollout(policy, copy) if make_rollout is not None else None
         self.estimate = ADVANTAGES[self.args.advantage]
+
+    def sync_copy(self) -> None:
+        """The evaluator/judge copy := the policy (every rank), and into the colocated engine when there is one."""
+        sync_evaluator(self.accelerator.unwrap_model(self.model))
+        if self.engine is not None:
+            self.engine.push(EVALUATOR_ADAPTER)
 
     # -- rollouts ------------------------------------------------------------------------------------
     def _rollout(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
@@ -103,6 +122,8 @@ class SmithTrainer(GRPOTrainer):
         if self.use_vllm and self.vllm_generation.mode == "server":
             self.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
         timing = {"sync": sess.maybe_sync(self, step), "generation": 0.0, "grading": 0.0}
+        if self.engine is not None:  # the policy adapter TRL had pushed before this rollout
+            timing["sync"] += self.engine.take_seconds()
         keys = list(prompts)
         ordered = self._episodes(keys, step, "", timing)
         if self.args.dynamic_sampling == "refill":
