@@ -99,10 +99,76 @@ def table(result: dict[str, Any]) -> str:
     for s in result["steps"]:
         lines.append(" | ".join(f(s[k]) for k in ("step", "generation_s", "grading_s", "update_s", "step_s",
                                                   "generated_tokens", "tokens_per_s")))
+    lines += ["", "role | engine | tokens/step | generation s/step | tokens/s"]
+    lines += [f"{r['role']} | {r['engine']} | {r['tokens']:.0f} | {r['seconds']:.2f} | {f(r['tokens/s'])}"
+              for r in result.get("roles", [])]
     lines += ["", f"evaluator sync s: {', '.join(f(x) for x in result['evaluator_sync_s']) or '-'}",
               f"peak GPU memory GB: {f(result['peak_gpu_memory_gb'])}",
               f"checkpoint {result['checkpoint']}: {result['checkpoint_mb']:.1f} MB",
               f"total s (model build and load included): {result['total_s']:.1f}"]
+    return "\n".join(lines)
+
+
+DECODE_TARGET = 1.0  # smith's loop at least as fast as transformers `generate` at batch 64 (issue 32)
+
+
+def decode_check(model_dir: Path, dry_run: bool, rows: int, new_tokens: int) -> dict[str, Any]:
+    """smith's HF decode loop against transformers `generate` on one batch (greedy, the same random-token
+    prompts of 64-256 tokens; `generate` with its dynamic and its static KV cache): decode tokens/s of each, after
+    one warm-up call apiece, and smith's ratio to the faster `generate`. Prompts and weights are random, so rows
+    stop only at the budget or a sampled end-of-turn id: every arm decodes the same tokens (`same_tokens`)."""
+    from smith.models.base import SamplingParams
+    from smith.models.hf import HFBackend
+
+    device, dtype = ("cpu", "float32") if dry_run else ("cuda", "bfloat16")
+    backend = HFBackend.from_pretrained(model_dir, device=device, dtype=dtype, progress=False)
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(64, 257, (rows,), generator=g).tolist()
+    prompts = [torch.randint(0, len(backend.tokenizer), (n,), generator=g).tolist() for n in lengths]
+    params = SamplingParams(max_new_tokens=new_tokens, temperature=0.0)
+    width = max(lengths)
+    ids = torch.tensor([[backend.pad_id] * (width - len(p)) + p for p in prompts], device=device)
+    pads = torch.tensor([width - n for n in lengths], device=device)
+    mask = torch.arange(width, device=device)[None] >= pads[:, None]
+
+    def smith() -> list[list[int]]:
+        return [x.completion_ids for x in backend.continue_ids(prompts, params)]
+
+    def generate(cache: str) -> list[list[int]]:
+        with torch.no_grad():
+            out = backend.model.generate(input_ids=ids, attention_mask=mask.long(), max_new_tokens=new_tokens,
+                                         do_sample=False, eos_token_id=sorted(backend.eos_ids),
+                                         pad_token_id=backend.pad_id, cache_implementation=cache)
+        return [row[:next((i + 1 for i, t in enumerate(row) if t in backend.eos_ids), len(row))]
+                for row in out[:, width:].tolist()]
+
+    arms = {"smith": smith, "generate_dynamic": lambda: generate("dynamic"),
+            "generate_static": lambda: generate("static")}
+    result: dict[str, Any] = {"rows": rows, "new_tokens": new_tokens}
+    tokens = {}
+    for name, arm in arms.items():
+        arm()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        tokens[name] = arm()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+        result[name] = {"seconds": seconds, "tokens_per_s": sum(map(len, tokens[name])) / seconds}
+    best = max(result["generate_dynamic"]["tokens_per_s"], result["generate_static"]["tokens_per_s"])
+    result["ratio"] = result["smith"]["tokens_per_s"] / best
+    result["same_tokens"] = sum(a == b for a, b in zip(tokens["smith"], tokens["generate_static"], strict=True)) / rows
+    result["met"] = result["ratio"] >= DECODE_TARGET
+    return result
+
+
+def decode_table(d: dict[str, Any]) -> str:
+    lines = [f"decode, batch {d['rows']}, up to {d['new_tokens']} new tokens | seconds | tokens/s"]
+    for name in ("smith", "generate_dynamic", "generate_static"):
+        lines.append(f"{name} | {d[name]['seconds']:.2f} | {d[name]['tokens_per_s']:.0f}")
+    lines.append(f"smith / best generate: {d['ratio']:.2f} (target >= {DECODE_TARGET}; "
+                 f"{'met' if d['met'] else 'not met'}), same tokens as static generate: {d['same_tokens']:.2f}")
     return "\n".join(lines)
 
 
@@ -256,6 +322,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--steps", type=int, default=None, help="SMITH steps (default 3; --real 30, its dry run 2)")
     ap.add_argument("--eval-items", type=int, default=None, help="--real: held-out questions per category "
                                                                  "(default 20; dry run 1)")
+    ap.add_argument("--decode-rows", type=int, default=64, help="the decode comparison's batch")
     ap.add_argument("--work", default=str(ROOT / "checkpoints" / ".gpu-check"), help="model and run directory")
     ap.add_argument("--out", default=None, help="JSON result (default: <work>/gpu_check.json)")
     a = ap.parse_args(argv)
@@ -286,9 +353,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() and not a.dry_run else None
     result = report(run_dir, peak, time.perf_counter() - t0, 2 * 8)
     result["device"] = torch.cuda.get_device_name() if peak is not None else "cpu (dry run)"
+    from smith.curves import read_metrics, role_table
+
+    result["roles"] = role_table(read_metrics(run_dir))
+    result["decode"] = decode_check(model_dir, a.dry_run, a.decode_rows, 16 if a.dry_run else 128)
     out = Path(a.out) if a.out else work / "gpu_check.json"
     out.write_text(json.dumps(result, indent=2))
     print(table(result))
+    print(decode_table(result["decode"]))
     print(f"gpu_check: wrote {out}")
     return result
 

@@ -26,6 +26,11 @@ def test_gpu_check_dry_run(tmp_path):
     assert len(result["evaluator_sync_s"]) == 2  # synced at the start of steps 2 and 3
     assert result["checkpoint"] == "checkpoint-3" and result["checkpoint_mb"] > 0
     assert result["peak_gpu_memory_gb"] is None and result["device"] == "cpu (dry run)"
+    assert {r["role"] for r in result["roles"]} >= {"policy"} and all(r["engine"] == "hf" for r in result["roles"])
+    decode = result["decode"]  # smith's loop against transformers generate on one batch, both caches
+    assert "smith / best generate:" in proc.stdout and decode["rows"] == 64
+    assert all(decode[k]["tokens_per_s"] > 0 for k in ("smith", "generate_dynamic", "generate_static"))
+    assert decode["ratio"] > 0 and decode["same_tokens"] == 1.0 and decode["met"] == (decode["ratio"] >= 1.0)
 
 
 def test_gpu_check_real_dry_run(tmp_path):
