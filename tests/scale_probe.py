@@ -35,7 +35,7 @@ def _vllm_vs_policy(trainer: Any) -> dict[str, Any]:
     from smith.models.base import SamplingParams as Params
     from smith.models.hf import HFBackend
     from smith.rollout.prompts import use_messages
-    from smith.train.trainer import EVALUATOR_ADAPTER, POLICY_ADAPTER
+    from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER
     from smith.train.warm import demo_tool
 
     engine = trainer.engine.engine

@@ -19,6 +19,7 @@ from smith.models.chat_format import chat_format
 from smith.models.real import REAL_SPEC
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
+from smith.train.adapters import EVALUATOR_ADAPTER, sync_evaluator
 from smith.train.args import grpo_args, per_device_batch
 from smith.train.checks import check_config, check_places
 from smith.train.progress import ConsoleCallback, WandbConfig
@@ -31,7 +32,7 @@ from smith.train.session import (
     rollout_settings,
     save_config,
 )
-from smith.train.trainer import AXIS_REWARDS, EVALUATOR_ADAPTER, SmithTrainer, sync_evaluator
+from smith.train.trainer import AXIS_REWARDS, SmithTrainer
 
 
 def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:

@@ -29,7 +29,7 @@ from smith.config import TrainConfig, field_of, typed
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
 from smith.rollout.episodes import RolloutSettings, Sample
-from smith.train.trainer import evaluator_state, gathered
+from smith.train.adapters import evaluator_state, gathered
 
 COMPLETE = "smith_checkpoint.json"  # written last: a checkpoint without it was interrupted and is ignored
 EVALUATOR_FILE = "evaluator_adapter.pt"

@@ -15,7 +15,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -26,10 +26,9 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from smith.rewards import AXES
 from smith.rollout.episodes import Rollout, Sample
+from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER, sync_evaluator
 from smith.train.advantages import ADVANTAGES
 
-EVALUATOR_ADAPTER = "evaluator"
-POLICY_ADAPTER = "default"
 REFILL_ORDINAL = 10**9  # refill keys (`build:N`, `use:N`) start here, far past the dataset's rows
 
 
@@ -44,34 +43,6 @@ def _axis_reward(axis: str) -> Any:
 
 
 AXIS_REWARDS = [_axis_reward(a) for a in AXES]
-
-
-def gathered(params: list[torch.Tensor], modify: bool = False) -> AbstractContextManager:
-    """Under DeepSpeed ZeRO-3 each rank holds a shard of every parameter (a copy between them would touch empty
-    tensors): gather the full tensors for the block, and with `modify` scatter rank 0's changes back after.
-    A collective: every rank must enter it. Without ZeRO-3 it does nothing."""
-    if not any(hasattr(p, "ds_id") for p in params):
-        return nullcontext()
-    import deepspeed
-
-    return deepspeed.zero.GatheredParameters(params, modifier_rank=0 if modify else None)
-
-
-def sync_evaluator(model: Any) -> None:
-    """Copy the policy adapter into the frozen evaluator adapter (paper: periodic re-sync). On every rank."""
-    params = dict(model.named_parameters())
-    twin = {n: n.replace(f".{POLICY_ADAPTER}.", f".{EVALUATOR_ADAPTER}.") for n in params if f".{POLICY_ADAPTER}." in n}
-    pairs = [(params[n], params[t]) for n, t in twin.items() if t in params]
-    with torch.no_grad(), gathered([t for pair in pairs for t in pair], modify=True):
-        for source, target in pairs:
-            target.copy_(source)
-
-
-def evaluator_state(model: Any) -> dict[str, torch.Tensor]:
-    """The evaluator adapter's full tensors (gathered under ZeRO-3: call it on every rank)."""
-    named = [(n, p) for n, p in model.named_parameters() if f".{EVALUATOR_ADAPTER}." in n]
-    with gathered([p for _, p in named]):
-        return {n: p.detach().cpu().clone() for n, p in named}
 
 
 class SmithTrainer(GRPOTrainer):

@@ -39,7 +39,7 @@ import torch
 from smith.errors import ConfigError
 from smith.models.base import Generation, SamplingParams, TokenBackend
 from smith.models.vllm import VLLMBackend, lora_slot_rank
-from smith.train.trainer import EVALUATOR_ADAPTER, POLICY_ADAPTER, gathered
+from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER, save_adapter
 
 
 @contextmanager
@@ -56,19 +56,6 @@ def lora_engine(rank: int, dtype: torch.dtype) -> Iterator[None]:
         yield
     finally:
         vllm_generation.LLM = llm
-
-
-def save_adapter(model: Any, name: str, path: Path) -> None:
-    """PEFT adapter `name` of `model` as a LoRA dir (adapter_config.json + safetensors) that vLLM loads. Every
-    rank: under ZeRO-3 the tensors are gathered first."""
-    from peft import get_peft_model_state_dict
-    from safetensors.torch import save_file
-
-    with gathered([p for n, p in model.named_parameters() if f".{name}." in n]):
-        state = get_peft_model_state_dict(model, adapter_name=name)
-        path.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.detach().cpu().contiguous() for k, v in state.items()}, str(path / "adapter_model.safetensors"))
-    model.peft_config[name].save_pretrained(str(path))
 
 
 class AdapterEngine:
