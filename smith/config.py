@@ -208,7 +208,12 @@ class GenerationConfig:
     script: str | None = knob(None, "module:function for backend=scripted, e.g. "
                                  "smith.train.dry_run:formatted_tools")
     vllm_mode: str = knob("colocate", "colocate | server", choices=("colocate", "server"))
-    vllm_server_url: str | None = knob(None, "vllm_mode=server: the `trl vllm-serve` address")
+    vllm_server_url: str | None = knob(None, "vllm_mode=server: the server's address")
+    vllm_server: str = knob("trl", "vllm_mode=server: trl (a `trl vllm-serve` server: TRL merges the policy and "
+                            "pushes its weights over NCCL, CUDA only; the evaluator/judge copy generates on the "
+                            "trainer) | lora (a `vllm serve --enable-lora` server with runtime LoRA loading: smith "
+                            "loads the policy and the copy as adapters by path, on any device)",
+                            choices=("trl", "lora"))
 
 
 @dataclass

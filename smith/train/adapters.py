@@ -43,14 +43,17 @@ def evaluator_state(model: Any) -> dict[str, torch.Tensor]:
         return {n: p.detach().cpu().clone() for n, p in named}
 
 
-def save_adapter(model: Any, name: str, path: Path) -> None:
+def save_adapter(model: Any, name: str, path: Path, write: bool = True) -> None:
     """PEFT adapter `name` of `model` as a LoRA dir (adapter_config.json + safetensors) that vLLM loads. Every
-    rank: under ZeRO-3 the tensors are gathered first."""
+    rank calls it (under ZeRO-3 the tensors are gathered first); only those with `write` write."""
     from peft import get_peft_model_state_dict
     from safetensors.torch import save_file
 
     with gathered([p for n, p in model.named_parameters() if f".{name}." in n]):
         state = get_peft_model_state_dict(model, adapter_name=name)
-        path.mkdir(parents=True, exist_ok=True)
-        save_file({k: v.detach().cpu().contiguous() for k, v in state.items()}, str(path / "adapter_model.safetensors"))
-    model.peft_config[name].save_pretrained(str(path))
+        if write:
+            path.mkdir(parents=True, exist_ok=True)
+            save_file({k: v.detach().cpu().contiguous() for k, v in state.items()},
+                      str(path / "adapter_model.safetensors"))
+    if write:
+        model.peft_config[name].save_pretrained(str(path))

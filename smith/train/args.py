@@ -39,6 +39,9 @@ class SmithGRPOConfig(GRPOConfig):
         "help": "per_kind: L_DAPO(build) + L_DAPO(use), each normalised by its own token count (the paper); "
                 "batch: TRL's one token count (`dapo.loss_norm`).",
         "choices": ["per_kind", "batch"]})
+    lora_server_url: str | None = field(default=None, metadata={
+        "help": "A `vllm serve --enable-lora` server that smith loads the policy and evaluator adapters into and "
+                "generates every role on (`generation.vllm_server=lora`); TRL's `use_vllm` is then off."})
 
 
 def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
@@ -168,7 +171,10 @@ def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_pr
         os.environ.setdefault("WANDB_MODE", str(cfg.logging.wandb))
         os.environ.setdefault("WANDB_PROJECT", str(cfg.logging.project))
         os.environ.setdefault("WANDB_DIR", str(run_dir))  # offline runs land inside the run directory
-    use_vllm = cfg.generation.backend == "vllm"
+    # a LoRA server is smith's own client: TRL builds no engine and no weight-sync communicator for it
+    lora_server = (cfg.generation.backend == "vllm" and cfg.generation.vllm_mode == "server"
+                   and cfg.generation.vllm_server == "lora")
+    use_vllm = cfg.generation.backend == "vllm" and not lora_server
     owned = dict(
         output_dir=str(run_dir),
         max_steps=int(cfg.max_steps),
@@ -208,6 +214,7 @@ def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_pr
         refill_rounds=d.refill_rounds,
         refill_oversample=d.refill_oversample,
         loss_norm=d.loss_norm,
+        lora_server_url=str(cfg.generation.vllm_server_url or "http://0.0.0.0:8000") if lora_server else None,
     )
     defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,
                     disable_tqdm=True)  # smith prints one line per step (smith.train.progress)

@@ -22,21 +22,27 @@ MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir",  # built 
 
 
 def check_vllm_server(cfg: TrainConfig) -> None:
-    """Server mode, before any model loads: the server must answer (TRL's client would retry for 4 minutes), and the
-    training side needs CUDA (TRL pushes the policy's weights through vLLM's NCCL weight-transfer engine)."""
+    """Server mode, before any model loads: the server must answer (TRL's client would retry for 4 minutes); a
+    `trl vllm-serve` server also needs CUDA on the training side (TRL pushes the policy's weights through vLLM's
+    NCCL weight-transfer engine); a LoRA server's adapter loading is checked at the first push."""
     import httpx
 
     url = str(cfg.generation.vllm_server_url or "http://0.0.0.0:8000").rstrip("/")  # TRL's default
+    lora = cfg.generation.vllm_server == "lora"
+    start = (f"VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 vllm serve {cfg.model.name_or_path} --enable-lora "
+             f"--max-lora-rank {cfg.lora.r} --max-loras 2 --logprobs-mode processed_logprobs" if lora
+             else f"trl vllm-serve --model {cfg.model.name_or_path}")
     try:
         httpx.get(f"{url}/health", timeout=5).raise_for_status()
     except httpx.HTTPError as e:
         raise ConfigError(f"generation.vllm_server_url: no vLLM server answers at {url}/health ({type(e).__name__}); "
-                          f"start it first: trl vllm-serve --model {cfg.model.name_or_path} "
-                          f"--port {httpx.URL(url).port or 8000}") from None
+                          f"start it first: {start} --port {httpx.URL(url).port or 8000}") from None
+    if lora:
+        return
     if cfg.device == "cpu" or not torch.cuda.is_available():
         raise ConfigError("generation.vllm_mode=server needs CUDA on the training side: TRL pushes the policy's "
                           "weights to the server over vLLM's NCCL weight-transfer engine; on CPU use "
-                          "generation.vllm_mode=colocate")
+                          "generation.vllm_mode=colocate or generation.vllm_server=lora")
 
 
 def check_config(cfg: DictConfig | TrainConfig) -> TrainConfig:

@@ -53,11 +53,11 @@ class SmithTrainer(GRPOTrainer):
         """`session` (smith.train.session.Session): pool, admissions, sync, logs; `tasks.task(key)` turns a prompt
         key into a task; `make_rollout(policy, copy)` builds the episode runner around the policy and the frozen
         evaluator/judge copy the trainer settles on: `policy` and `copy` themselves, or both as adapters on TRL's
-        colocated vLLM engine (`args.use_vllm`; the engine exists only once TRL is set up), or in server mode
-        the policy on TRL's server. Without them the trainer computes losses only (tests of the loss)."""
+        colocated vLLM engine (`args.use_vllm`; the engine exists only once TRL is set up) or on a LoRA server
+        (`args.lora_server_url`), or the policy on TRL's server. Without them the trainer computes losses only."""
         self.session = session
         self.tasks = tasks
-        self.engine = None  # the colocated vLLM engine's adapters (smith.train.vllm_policy.AdapterEngine)
+        self.engine = None  # the adapters on vLLM (smith.train.vllm_policy: a colocated engine or a LoRA server)
         colocated = kwargs["args"].use_vllm and kwargs["args"].vllm_mode == "colocate"
         if colocated:
             from smith.train.vllm_policy import AdapterEngine, lora_engine
@@ -68,6 +68,13 @@ class SmithTrainer(GRPOTrainer):
         if colocated:
             self.engine = AdapterEngine(self, self.processing_class)
             policy, copy = self.engine.policy, self.engine.copy
+        elif self.args.lora_server_url:
+            from smith.train.vllm_policy import AdapterServer
+
+            self.engine = AdapterServer(self, self.processing_class, self.args.lora_server_url)
+            policy, copy = self.engine.policy, self.engine.copy
+            # TRL corrects for the vLLM sampler only when it generates with vLLM: it does, through this object
+            self.use_vllm, self.vllm_generation, self._last_loaded_step = True, self.engine, -1
         elif self.use_vllm:
             from smith.train.vllm_policy import TRLVLLMPolicy
 
@@ -79,7 +86,7 @@ class SmithTrainer(GRPOTrainer):
         self.estimate = ADVANTAGES[self.args.advantage]
 
     def sync_copy(self) -> None:
-        """The evaluator/judge copy := the policy (every rank), and into the colocated engine when there is one."""
+        """The evaluator/judge copy := the policy (every rank), and into vLLM when it serves the adapters."""
         sync_evaluator(self.accelerator.unwrap_model(self.model))
         if self.engine is not None:
             self.engine.push(EVALUATOR_ADAPTER)

@@ -38,6 +38,7 @@ import torch
 
 from smith.errors import ConfigError
 from smith.models.base import Generation, SamplingParams, TokenBackend
+from smith.models.hf import eos_ids_of
 from smith.models.vllm import VLLMBackend, lora_slot_rank
 from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER, save_adapter
 
@@ -58,37 +59,27 @@ def lora_engine(rank: int, dtype: torch.dtype) -> Iterator[None]:
         vllm_generation.LLM = llm
 
 
-class AdapterEngine:
-    """TRL's colocated engine serving the policy adapter (`policy`) and the evaluator copy (`copy`, None without
-    one) through `VLLMBackend`; replaces TRL's merged-weight `sync_weights` with adapter pushes."""
+class Adapters:
+    """The policy adapter (`policy`) and the evaluator copy (`copy`, None without one) served by vLLM as LoRA
+    adapters: `sync_weights` (TRL calls it before the rollout of each new step) pushes the policy, `push` any one
+    of them; a subclass says where the adapter dir goes (`_place`) and how the server loads it (`_load`)."""
 
-    def __init__(self, trainer: Any, tokenizer: Any) -> None:
-        generation = trainer.vllm_generation
-        if getattr(generation, "tensor_parallel_size", 1) > 1:
-            raise ConfigError("generation.vllm_mode=colocate with tensor parallelism gathers prompts across "
-                              "ranks on every call, and smith's episodes make per-rank numbers of calls; use "
-                              "vllm_mode=server or tensor parallel size 1")
+    def __init__(self, trainer: Any, policy: Any, copy: Any) -> None:
         self.model = trainer.accelerator.unwrap_model(trainer.model)
-        self._dir = tempfile.TemporaryDirectory(prefix="smith-adapters-")  # per rank; removed with the engine
-        engine = VLLMBackend(self.model.name_or_path, llm=generation.llm, tokenizer=tokenizer, name="vllm")
-        self.policy = engine.with_adapter(POLICY_ADAPTER, name="vllm:policy")
-        has_copy = EVALUATOR_ADAPTER in self.model.peft_config
-        self.copy = engine.with_adapter(EVALUATOR_ADAPTER, name="vllm:evaluator") if has_copy else None
-        self.engine = engine
-        self._copy_stale = has_copy  # pushed with the first step's policy: after a resume has restored it
+        self.policy = policy
+        self.copy = copy if EVALUATOR_ADAPTER in self.model.peft_config else None
+        self._copy_stale = self.copy is not None  # pushed with the first step's policy: after a resume restored it
         self.seconds = 0.0  # pushing, since the last `take_seconds`
-        generation.sync_weights = self.sync_weights
 
     def push(self, name: str) -> None:
-        """Adapter `name`'s current tensors into the engine, reloaded in place."""
+        """Adapter `name`'s current tensors into vLLM, replacing the ones it served."""
         t0 = time.perf_counter()
-        path = Path(self._dir.name) / name
-        save_adapter(self.model, name, path)
-        self.engine.add_adapter(name, path)
+        path, write = self._place(name)
+        save_adapter(self.model, name, path, write)
+        self._load(name, path)
         self.seconds += time.perf_counter() - t0
 
     def sync_weights(self) -> None:
-        """TRL calls it before the rollout of each new step."""
         self.push(POLICY_ADAPTER)
         if self._copy_stale:
             self.push(EVALUATOR_ADAPTER)
@@ -97,6 +88,118 @@ class AdapterEngine:
     def take_seconds(self) -> float:
         seconds, self.seconds = self.seconds, 0.0
         return seconds
+
+    def _place(self, name: str) -> tuple[Path, bool]:
+        raise NotImplementedError
+
+    def _load(self, name: str, path: Path) -> None:
+        raise NotImplementedError
+
+
+class AdapterEngine(Adapters):
+    """TRL's colocated engine (one per rank) serving both adapters through `VLLMBackend`, in place of TRL's
+    merged-weight `sync_weights`. Each rank writes its adapters to a temporary dir of its own."""
+
+    def __init__(self, trainer: Any, tokenizer: Any) -> None:
+        generation = trainer.vllm_generation
+        if getattr(generation, "tensor_parallel_size", 1) > 1:
+            raise ConfigError("generation.vllm_mode=colocate with tensor parallelism gathers prompts across "
+                              "ranks on every call, and smith's episodes make per-rank numbers of calls; use "
+                              "vllm_mode=server or tensor parallel size 1")
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        self.engine = VLLMBackend(model.name_or_path, llm=generation.llm, tokenizer=tokenizer, name="vllm")
+        super().__init__(trainer, self.engine.with_adapter(POLICY_ADAPTER, name="vllm:policy"),
+                         self.engine.with_adapter(EVALUATOR_ADAPTER, name="vllm:evaluator"))
+        self._dir = tempfile.TemporaryDirectory(prefix="smith-adapters-")  # removed with the engine
+        generation.sync_weights = self.sync_weights
+
+    def _place(self, name: str) -> tuple[Path, bool]:
+        return Path(self._dir.name) / name, True
+
+    def _load(self, name: str, path: Path) -> None:
+        self.engine.add_adapter(name, path)
+
+
+class AdapterServer(Adapters):
+    """A `vllm serve --enable-lora` server with runtime LoRA loading (`VLLM_ALLOW_RUNTIME_LORA_UPDATING=1`)
+    serving both adapters (`generation.vllm_server=lora`). The main process writes each adapter under the run
+    directory, which the server must be able to read (one node, or a shared filesystem), and asks the server to
+    load it; the other ranks wait for it. Every rank generates through its own HTTP client
+    (`ServedAdapter`), so no call is a collective, and nothing needs NCCL or CUDA.
+
+    TRL applies its importance-sampling correction to vLLM samples only when it generates with vLLM itself: the
+    trainer tells it that it does (`use_vllm`) and hands it this object as its `vllm_generation`, whose
+    `sync_weights` it calls before each step's rollout."""
+
+    mode = "lora-server"  # not TRL's "server": no weight-sync barrier is needed before generating
+
+    def __init__(self, trainer: Any, tokenizer: Any, url: str) -> None:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        eos = sorted(eos_ids_of(model, tokenizer))
+        self.url = url.rstrip("/")
+        self.accelerator = trainer.accelerator
+        super().__init__(trainer, ServedAdapter(self.url, POLICY_ADAPTER, tokenizer, eos),
+                         ServedAdapter(self.url, EVALUATOR_ADAPTER, tokenizer, eos))
+        self._dir = Path(trainer.args.output_dir) / "adapters"
+        self._pushes = 0  # on every rank alike: the server-side names follow it
+
+    def _place(self, name: str) -> tuple[Path, bool]:
+        return self._dir / name, self.accelerator.is_main_process
+
+    def _load(self, name: str, path: Path) -> None:
+        """Under a new server-side name each time (`default-3`): the server's prefix cache keys on the adapter, and
+        a reload in place would keep serving KV blocks computed with the old weights. The old name is unloaded."""
+        import httpx
+
+        self._pushes += 1
+        view = self.policy if name == POLICY_ADAPTER else self.copy
+        old, new = view.served, f"{name}-{self._pushes}"
+        if self.accelerator.is_main_process:
+            r = httpx.post(f"{self.url}/v1/load_lora_adapter", timeout=300,
+                           json={"lora_name": new, "lora_path": str(path.resolve())})
+            if r.status_code != 200:
+                raise ConfigError(f"the vLLM server at {self.url} did not load adapter {name!r} from {path} "
+                                  f"(HTTP {r.status_code}: {r.text.strip()[:300]}); start it with "
+                                  "VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 and --enable-lora, on a filesystem that "
+                                  "sees the run directory")
+            if old is not None:
+                httpx.post(f"{self.url}/v1/unload_lora_adapter", json={"lora_name": old}, timeout=60).raise_for_status()
+        self.accelerator.wait_for_everyone()
+        view.served = new
+
+
+class ServedAdapter(TokenBackend):
+    """One LoRA adapter of a vLLM server, through its completions endpoint: token-id prompts in, token ids and each
+    sampled token's log-prob out (`logprobs=0`, `return_token_ids`). `served`: its current name on the server."""
+
+    engine = "vllm"  # what generates (the per-role `tokens/<role>/<engine>` logs)
+
+    def __init__(self, url: str, adapter: str, tokenizer: Any, eos_ids: list[int]) -> None:
+        import httpx
+
+        self.tokenizer, self.eos_ids = tokenizer, set(eos_ids)
+        self.name, self.served = f"vllm-server:{adapter}", None
+        self.client = httpx.Client(base_url=url, timeout=3600)
+
+    def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None) -> list[Generation]:
+        params = params or SamplingParams()
+        prompts = [[int(t) for t in p] for p in prompts]
+        if not prompts:
+            return []
+        r = self.client.post("/v1/completions", json={
+            "model": self.served, "prompt": prompts, "max_tokens": params.max_new_tokens,
+            "temperature": params.temperature, "top_p": params.top_p, "seed": params.seed, "logprobs": 0,
+            "return_token_ids": True, "stop_token_ids": sorted(self.eos_ids), "skip_special_tokens": True})
+        r.raise_for_status()
+        out = []
+        for choice in sorted(r.json()["choices"], key=lambda c: c["index"]):
+            p, ids = prompts[choice["index"]], [int(t) for t in choice["token_ids"]]
+            lps = choice["logprobs"]["token_logprobs"] if choice.get("logprobs") else [None] * len(ids)
+            out.append(Generation(text=choice["text"], prompt_ids=p, completion_ids=ids,
+                                  logprobs=[float("nan") if x is None else float(x) for x in lps],
+                                  finish_reason="length" if choice["finish_reason"] == "length" else "stop",
+                                  prompt_tokens=len(p), completion_tokens=len(ids)))
+        return out
 
 
 class TRLVLLMPolicy(TokenBackend):
