@@ -24,14 +24,13 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sandbox import Limits, Sandbox  # noqa: E402
 from smith.models.base import SamplingParams  # noqa: E402
 from smith.models.hf import HFBackend  # noqa: E402
+from smith.models.hf import transformers_generate as hf_generate  # noqa: E402
 from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_many, evaluate_with_model  # noqa: E402
 from smith.tasks import items  # noqa: E402
 from smith.train.warm import build_warm_model, demo_tool  # noqa: E402
@@ -75,14 +74,7 @@ def main() -> None:
         return [g.completion_ids for g in backend.continue_ids(prompts, params)]
 
     def transformers_generate() -> list[list[int]]:
-        width = max(map(len, prompts))
-        ids = torch.tensor([[backend.pad_id] * (width - len(p)) + p for p in prompts])
-        mask = (torch.arange(width)[None] >= torch.tensor([width - len(p) for p in prompts])[:, None]).long()
-        with torch.no_grad():
-            out = backend.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=a.max_new_tokens,
-                                         do_sample=False, eos_token_id=sorted(backend.eos_ids),
-                                         pad_token_id=backend.pad_id)[:, width:].tolist()
-        return [row[:next((i + 1 for i, t in enumerate(row) if t in backend.eos_ids), len(row))] for row in out]
+        return hf_generate(backend, prompts, a.max_new_tokens)
 
     times: dict[str, list[float]] = {"smith_loop": [], "generate": [], "per_build": [], "shared": []}
     decoded = {}

@@ -118,7 +118,7 @@ def decode_check(model_dir: Path, dry_run: bool, rows: int, new_tokens: int) -> 
     one warm-up call apiece, and smith's ratio to the faster `generate`. Prompts and weights are random, so rows
     stop only at the budget or a sampled end-of-turn id: every arm decodes the same tokens (`same_tokens`)."""
     from smith.models.base import SamplingParams
-    from smith.models.hf import HFBackend
+    from smith.models.hf import HFBackend, transformers_generate
 
     device, dtype = ("cpu", "float32") if dry_run else ("cuda", "bfloat16")
     backend = HFBackend.from_pretrained(model_dir, device=device, dtype=dtype, progress=False)
@@ -126,24 +126,12 @@ def decode_check(model_dir: Path, dry_run: bool, rows: int, new_tokens: int) -> 
     lengths = torch.randint(64, 257, (rows,), generator=g).tolist()
     prompts = [torch.randint(0, len(backend.tokenizer), (n,), generator=g).tolist() for n in lengths]
     params = SamplingParams(max_new_tokens=new_tokens, temperature=0.0)
-    width = max(lengths)
-    ids = torch.tensor([[backend.pad_id] * (width - len(p)) + p for p in prompts], device=device)
-    pads = torch.tensor([width - n for n in lengths], device=device)
-    mask = torch.arange(width, device=device)[None] >= pads[:, None]
 
     def smith() -> list[list[int]]:
         return [x.completion_ids for x in backend.continue_ids(prompts, params)]
 
-    def generate(cache: str) -> list[list[int]]:
-        with torch.no_grad():
-            out = backend.model.generate(input_ids=ids, attention_mask=mask.long(), max_new_tokens=new_tokens,
-                                         do_sample=False, eos_token_id=sorted(backend.eos_ids),
-                                         pad_token_id=backend.pad_id, cache_implementation=cache)
-        return [row[:next((i + 1 for i, t in enumerate(row) if t in backend.eos_ids), len(row))]
-                for row in out[:, width:].tolist()]
-
-    arms = {"smith": smith, "generate_dynamic": lambda: generate("dynamic"),
-            "generate_static": lambda: generate("static")}
+    arms = {"smith": smith, "generate_dynamic": lambda: transformers_generate(backend, prompts, new_tokens, "dynamic"),
+            "generate_static": lambda: transformers_generate(backend, prompts, new_tokens, "static")}
     result: dict[str, Any] = {"rows": rows, "new_tokens": new_tokens}
     tokens = {}
     for name, arm in arms.items():

@@ -246,6 +246,23 @@ class HFBackend(TokenBackend):
         return out
 
 
+def transformers_generate(backend: HFBackend, prompts: list[list[int]], max_new_tokens: int,
+                          cache_implementation: str | None = None) -> list[list[int]]:
+    """The baseline smith's decode loop is measured against (benchmarks/evaluator_batch.py, smith.gpu_check):
+    transformers `generate` on the same left-padded batch, greedy, each row cut after its first eos."""
+    device = backend._device()
+    width = max(map(len, prompts))
+    ids = torch.tensor([[backend.pad_id] * (width - len(p)) + p for p in prompts], device=device)
+    pads = torch.tensor([width - len(p) for p in prompts], device=device)
+    mask = (torch.arange(width, device=device)[None] >= pads[:, None]).long()
+    with torch.no_grad():
+        out = backend.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                     do_sample=False, eos_token_id=sorted(backend.eos_ids),
+                                     pad_token_id=backend.pad_id, cache_implementation=cache_implementation)
+    return [row[:next((i + 1 for i, t in enumerate(row) if t in backend.eos_ids), len(row))]
+            for row in out[:, width:].tolist()]
+
+
 def _has_tokenizer(path: str | os.PathLike | None) -> bool:
     """Adapter dirs saved by the trainer carry the tokenizer (chat template included); prefer theirs."""
     return path is not None and os.path.exists(os.path.join(str(path), "tokenizer_config.json"))

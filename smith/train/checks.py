@@ -14,6 +14,7 @@ from smith.errors import ConfigError, writable_dir, writable_parent
 from smith.models.chat_format import chat_format
 from smith.models.openai import check_endpoint
 from smith.models.real import REAL_SPEC, gguf_file
+from smith.models.vllm import lora_slot_rank
 from smith.train.advantages import ADVANTAGES
 from smith.train.args import trainer_overrides
 
@@ -30,7 +31,7 @@ def check_vllm_server(cfg: TrainConfig) -> None:
     url = str(cfg.generation.vllm_server_url or "http://0.0.0.0:8000").rstrip("/")  # TRL's default
     lora = cfg.generation.vllm_server == "lora"
     start = (f"VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 vllm serve {cfg.model.name_or_path} --enable-lora "
-             f"--max-lora-rank {cfg.lora.r} --max-loras 2 --logprobs-mode processed_logprobs" if lora
+             f"--max-lora-rank {lora_slot_rank(cfg.lora.r)} --max-loras 2 --logprobs-mode processed_logprobs" if lora
              else f"trl vllm-serve --model {cfg.model.name_or_path}")
     try:
         httpx.get(f"{url}/health", timeout=5).raise_for_status()
