@@ -24,7 +24,8 @@ LAST = 5
 # smith - control (evaluation + use reward, last 5 steps) with the float32 warm model v6 (benchmarks/learning.py,
 # docs/training.md): seed 0 +0.32 in two runs, +0.33 once finished rows left the decode batch (other samples);
 # seeds 3 / 4 / 5 +0.55 / +0.16 / +0.15 (runs are not bit-reproducible: pool admissions arrive in grading-thread
-# order). The margin stays below the lowest; with the advantage sign flipped the gap is strongly negative
+# order). Warm model v7 (output drills see the question), seed 0: +0.40, use 0.04 -> 0.34 (control 0.11 -> 0.19).
+# The margin stays below the lowest; with the advantage sign flipped the gap is strongly negative
 # (docs/training.md).
 MARGIN = 0.1
 

@@ -54,7 +54,7 @@ from smith.pool import PoolEntry, menu_names
 from smith.rollout.prompts import build_messages, inner_use_messages, use_messages
 from smith.toolspec import ToolSpec
 
-WARM_VERSION = 6  # 6: float32 SFT (smith.train.args.mixed_precision), the same weights on every CPU
+WARM_VERSION = 7  # 6: float32 SFT (smith.train.args.mixed_precision); 7: output drills see the question
 MARKER = "smith_warm.json"
 CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
 SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
@@ -251,7 +251,8 @@ def copy_drills(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
     """Short (context, reply) chats that only copy: the matching tool's name from a menu and the question
     into a tool call, a tool's output into the answer. A tiny model does not learn to copy from the long
     demonstrations alone (their few copied tokens drown in ~400 prompt tokens); these dense drills teach it
-    first (stage 1)."""
+    first (stage 1). An output is repeated with its question in the context, as in a rollout: drilled alone
+    (v6), answers mixed the output with the question's numbers (a use episode's usual failure)."""
     from smith.tasks import items
 
     rng = random.Random(seed + 1)
@@ -271,10 +272,10 @@ def copy_drills(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
             drills.append((f"<|im_start|>system\n<tools>\n{listing}\n</tools><|im_end|>\n<|im_start|>user\n"
                            f"{question}<|im_end|>\n<|im_start|>assistant\n",
                            f"<tool_call>\n{call}\n</tool_call><|im_end|>"))
-        else:
+        else:  # repeat a tool's output, the question's own numbers and words in sight
             out = run_tool(demo_tool(category, rng)[1], question)
-            drills.append((f"<|im_start|>user\n<tool_response>\n{out}\n</tool_response><|im_end|>\n"
-                           "<|im_start|>assistant\n", f"{out}<|im_end|>"))
+            drills.append((f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>user\n<tool_response>\n{out}\n"
+                           "</tool_response><|im_end|>\n<|im_start|>assistant\n", f"{out}<|im_end|>"))
     return drills
 
 
@@ -374,7 +375,7 @@ class WarmSettings:
         demos = [TOOLS, NAMES, DESCRIPTIONS, KINDS, CATEGORIES, EASY_BANK, HARD_BANK,
                  P_MALFORMED, P_NO_CALL, P_WRONG_TOOL, P_BAD_ARGS, P_GUESS]
         src = hashlib.sha1(json.dumps(demos).encode()).hexdigest()[:12]
-        return {"version": WARM_VERSION, "demos": src, "drills": 3, **self.__dict__}
+        return {"version": WARM_VERSION, "demos": src, "drills": 4, **self.__dict__}
 
 
 def warm_tokenizer(demos: list[Demo], vocab_size: int) -> Any:
