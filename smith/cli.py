@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("dir")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--warm", action="store_true",
-                   help="the SFT-warm-started policy of recipe=tiny (smith.train.warm; ~12 min on 2 cores)")
+                   help="build the SFT-warm-started policy of recipe=tiny (smith.train.warm; ~12 min on 2 cores; "
+                        "smith ships one in smith/assets/tiny-warm, which DIR=smith/assets/tiny-warm rebuilds)")
     s.add_argument("--cache-dir", default=TasksConfig.cache_dir, help="reasoning-gym item cache (--warm)")
     s.set_defaults(func=_tiny_model)
 

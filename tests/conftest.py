@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="session")
 def warm_model_dir() -> Path:
-    """The README's warm-started policy (built by scripts/setup.sh; rebuilt here only when missing or stale)."""
+    """The README's warm-started policy: the copy shipped with smith (tests/test_warm.py checks it is current)."""
     from smith.train.warm import build_warm_model
 
-    path, _ = build_warm_model(ROOT / "checkpoints" / ".tiny-warm", cache_dir=str(ROOT / "checkpoints/.task-cache"))
+    path, _ = build_warm_model(cache_dir=str(ROOT / "checkpoints/.task-cache"))
     return path
 
 

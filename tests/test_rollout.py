@@ -135,6 +135,32 @@ def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(to
     assert {"time/evaluator", "time/judge", "tokens/judge/ChatScript"} <= set(meters)  # each role still metered
 
 
+def test_identical_builds_are_graded_and_judged_once(tok, sandbox, bank):
+    """A group's samples often write the same tool: the greedy evaluator and judge see each distinct tool (on its
+    questions) once, and every duplicate gets the same rewards and a trace of its own."""
+    texts = iter([response(REVERSE, SCHEMA), response(RAISES, SCHEMA), response(REVERSE, SCHEMA),
+                  response(REVERSE, SCHEMA)])
+
+    def evaluator_reply(conv, tools):
+        call = {"name": tools[0]["function"]["name"], "arguments": {"question": conv[-1]["content"]}}
+        return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+
+    evaluator = ChatScript(evaluator_reply)
+    judge = ChatScript(lambda conv, tools: '{"code_correctness": 0.9, "schema_quality": 0.8, "overall": 0.9}')
+    ro = Rollout(ScriptedBackend(tok, lambda ctx: next(texts)), sandbox, Limits(timeout_s=2.0, memory_mb=256),
+                 ToolPool(), RolloutSettings(max_completion_length=600, evaluator="self", judge="self",
+                                             evaluator_max_turns=1), evaluator=evaluator, judge=judge)
+    try:
+        samples = ro.run([build_task(bank)] * 4, [], random.Random(0))
+    finally:
+        ro.close()
+    assert evaluator.batches == [8] and judge.batches == [2]  # 2 distinct tools x 4 questions; 2 verdicts
+    assert [(s.rewards["evaluation"], s.rewards["judge"]) for s in samples] == [(1.0, 0.9), (0.0, 0.9), (1.0, 0.9),
+                                                                               (1.0, 0.9)]
+    traces = [s.trace["evaluation"] for s in samples]
+    assert traces[0] == traces[2] == traces[3] and traces[0] is not traces[2]
+
+
 def test_use_episode_wrong_call_then_right_call(tok, sandbox, bank):
     pool = ToolPool(groups={"spell_backward": "Algorithms", "lcm": "Arithmetic", "gcd": "Arithmetic"})
     pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))

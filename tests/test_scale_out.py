@@ -65,11 +65,11 @@ def _probe(tmp_path: Path, name: str, *overrides: str) -> list[dict]:
 # ------------------------------------------------------------------------------------- (a) vLLM colocate
 @pytest.fixture(scope="module")
 def warm_dir() -> Path:
-    """The warm-started tiny policy (head_dim 32, which vLLM's CPU attention supports; built by setup.sh and
-    cached): unlike the random tiny model it earns rewards with variance, so every step moves the policy."""
+    """The warm-started tiny policy (head_dim 32, which vLLM's CPU attention supports; shipped with smith): unlike
+    the random tiny model it earns rewards with variance, so every step moves the policy."""
     from smith.train.warm import build_warm_model
 
-    return build_warm_model(ROOT / "checkpoints" / ".tiny-warm", cache_dir=str(ROOT / "checkpoints" / ".task-cache"))[0]
+    return build_warm_model(cache_dir=str(ROOT / "checkpoints" / ".task-cache"))[0]
 
 
 # a large step (lr 5e-2) moves the policy far in one update; the evaluator copy (and a self judge) is synced at

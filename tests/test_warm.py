@@ -11,13 +11,25 @@ from transformers import AutoTokenizer
 from sandbox import Limits
 from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
-from smith.pool import ToolPool
+from smith.pool import PoolEntry, ToolPool
 from smith.rewards.evaluation import evaluate_direct
 from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings
 from smith.rollout.prompts import build_messages, inner_use_messages
 from smith.tasks import items, load_catalog
-from smith.toolspec import parse_response
-from smith.train.warm import CATEGORIES, TOOLS, Demo, demo_tool, demonstrations, render, said
+from smith.toolspec import ToolSpec, parse_response
+from smith.train.warm import (
+    CATEGORIES,
+    HARD_BANK,
+    NAMES,
+    SEED_OFFSET,
+    TOOLS,
+    Demo,
+    demo_tool,
+    demonstrations,
+    render,
+    run_tool,
+    said,
+)
 
 MARKERS = {"lcm": "Least Common Multiple", "spell_backward": "Spell this word backward",
            "prime_factorization": "prime factorization"}
@@ -52,7 +64,8 @@ def test_demonstrations_leave_headroom(demos):
     and the user's part (about 38%: a call, the right tool, the question, its output repeated), so about 16%
     are right end to end; docs/training.md gives the measured shares."""
     _, right = demos
-    assert set(right) == {"build", "use", "inner"}
+    assert set(right) == {"build", "use", "inner", "evaluator", "judge"}
+    assert right["evaluator"] == right["judge"] == 1.0  # the graders' protocols are demonstrated done right
     assert 0.2 <= right["build"] <= 0.6, right
     for kind in ("use", "inner"):
         assert 0.1 <= right[kind] <= 0.6, (kind, right)
@@ -154,6 +167,81 @@ def test_an_inner_build_demo_continues_into_the_use_prompt_as_the_rollout_does(t
     assert ids[:len(head) + len(follow)] == head + follow
     assert labels[len(head):len(head) + len(follow)] == [-100] * len(follow)
     assert "<tools>" in tok.decode(follow) and labels[len(head) + len(follow)] != -100
+
+
+def test_an_evaluator_demo_is_the_self_evaluators_episode(tok, demos, sandbox, rg_cache):
+    """The evaluator's prompt is exactly what `evaluate_many` renders (its system prompt, the question, the tool
+    alone under its function name); the trained call, parsed by the chat format as a rollout parses it, calls the
+    tool with the question, and the answer repeats the tool's real output."""
+    from smith.rewards.evaluation import EVALUATOR_SYSTEM, evaluate_with_model
+
+    demo = next(d for d in demos[0] if d.messages[0]["content"] == EVALUATOR_SYSTEM)
+    (spec_tool,) = demo.tools
+    name, question = spec_tool["function"]["name"], demo.messages[1]["content"]
+    fmt = chat_format(tok)
+    ids, labels = render(demo, tok)
+    prompt = fmt.render(demo.messages, demo.tools)
+    assert ids[:len(prompt)] == prompt and set(labels[:len(prompt)]) == {-100}
+    call = fmt.parse(fmt.reply_text(demo.turns[0][0]))
+    assert [(c.name, c.arguments) for c in call.calls] == [(name, {"question": question})]
+    output = demo.turns[0][1][0]["content"]
+    assert demo.turns[1][0]["content"] == output
+    # the same reply, played by a scripted evaluator through the grader, is graded on the tool's output
+    category = next(c for c, n in NAMES.items() if n == name)
+    candidates = (ToolSpec(body.format(name=name), spec_tool["function"], name) for _, _, body in TOOLS[category])
+    spec = next(s for s in candidates if run_tool(PoolEntry(category, s, 1.0), question) == output)
+    replies = iter([fmt.reply_text(demo.turns[0][0]), output])
+    bank = items(category, "hard", HARD_BANK, seed=SEED_OFFSET, cache_dir=str(rg_cache))
+    item = next(it for it in bank if it.question == question)
+    result = evaluate_with_model(spec, [item], ScriptedBackend(tok, lambda ctx: next(replies)), sandbox)
+    assert result.traces[0].answer == output and result.traces[0].status in ("correct", "wrong")
+
+
+def test_a_judge_demo_asks_as_the_rollout_and_scores_by_correctness(demos):
+    """The judge's prompt is `judge_prompt` of what the rollout shows it (the parsed tool, or the raw reply when
+    the schema names another function); the verdict parses, its code and overall scores follow the code's
+    correctness and its schema score the schema's agreement with the code."""
+    from smith.rewards.judge import SYSTEM, judge_prompt, parse_judge_reply
+
+    judged = [d for d in demos[0] if d.messages[0]["content"] == SYSTEM]
+    assert len(judged) >= 20
+    correct_bodies = {body.format(name=NAMES[c]).strip() for c, tools in TOOLS.items() for _, ok, body in tools if ok}
+    kinds = set()
+    for d in judged:
+        reply = parse_judge_reply(d.turns[0][0]["content"])
+        body = d.messages[1]["content"].split("Tool:\n", 1)[1]
+        parsed = parse_response(body)
+        assert reply is not None and d.messages == judge_prompt(parsed.spec if parsed.ok else body)
+        right = parsed.code.strip() in correct_bodies
+        assert (reply.overall >= 0.8 and reply.code_correctness >= 0.8) if right else reply.overall <= 0.3
+        assert (reply.schema_quality <= 0.2) == (not parsed.ok)
+        kinds.add((right, parsed.ok))
+    assert kinds == {(True, True), (True, False), (False, True), (False, False)}
+
+
+def test_the_shipped_warm_model_is_current(warm_model_dir):
+    """The warm model ships with smith; changing its demonstrations or settings without rebuilding it (the command
+    in its marker) fails here. `is_current` also checks the weights' checksum."""
+    import json
+
+    from smith.train.warm import MARKER, SHIPPED, WarmSettings, is_current
+
+    info = json.loads((SHIPPED / MARKER).read_text())
+    assert info["key"] == WarmSettings().key(), "rebuild it: " + info["command"]
+    assert is_current(SHIPPED) and warm_model_dir == SHIPPED
+    assert info["command"] == "smith tiny-model smith/assets/tiny-warm --warm"
+
+
+def test_the_warm_model_plays_every_role(warm_model_dir, sandbox, rg_cache):
+    """Per-role protocol check (smith.train.roles; docs/training.md, "Every role the policy plays"): the self
+    evaluator ends nearly every question in a call of the tool, and the judge's verdicts parse."""
+    from smith.models.hf import HFBackend
+    from smith.train.roles import role_table
+
+    table = role_table(HFBackend.from_pretrained(warm_model_dir, progress=False), sandbox,
+                       ("lcm", "prime_factorization"), str(rg_cache), tools_per_category=4, questions=4)
+    assert table.evaluator_called >= 0.9 and table.evaluator_agrees >= 0.75, table
+    assert table.judge_parsed >= 0.9 and table.build_parsed >= 0.5, table
 
 
 def test_unusable_model_dir_is_a_one_line_error(tmp_path):

@@ -8,6 +8,8 @@ token-level episodes of the one tool loop, `smith.episodes.play`.
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 import random
 import threading
@@ -228,11 +230,22 @@ class Rollout:
 
     def _evaluate(self, jobs: list[tuple[Any, list[Any]]]) -> list[Any]:
         """r_eval of each (spec, held-out items): in the sandbox alone, or through the evaluator model, whose
-        generations (not its sandbox runs) hold the model."""
+        generations (not its sandbox runs) hold the model. Each distinct job is graded once and its result copied to
+        its duplicates: a group's samples often write the same tool for the same questions, and both evaluators are
+        deterministic in the tool and the questions (the model evaluator decodes greedily)."""
+        keys = [(spec.code, json.dumps(spec.schema, sort_keys=True), tuple(it.id for it in items))
+                for spec, items in jobs]
+        first: dict[Any, int] = {}  # each key's first job
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        distinct = [jobs[i] for i in first.values()]
         if self.s.evaluator == "direct":
-            return [evaluate_direct(spec, items, self.sandbox, self.limits, self.catalog) for spec, items in jobs]
-        return evaluate_many(jobs, self.evaluator, self.sandbox, self.limits, self.s.evaluator_max_turns,
-                             catalog=self.catalog, lock=self._model_lock)
+            results = [evaluate_direct(spec, its, self.sandbox, self.limits, self.catalog) for spec, its in distinct]
+        else:
+            results = evaluate_many(distinct, self.evaluator, self.sandbox, self.limits, self.s.evaluator_max_turns,
+                                    catalog=self.catalog, lock=self._model_lock)
+        graded = dict(zip(first, results, strict=True))
+        return [graded[k] if first[k] == i else copy.deepcopy(graded[k]) for i, k in enumerate(keys)]
 
     def settle_admissions(self, verdicts: dict[int, bool]) -> None:
         """Each staged candidate's trace learns whether the pool took it (`Session.share_admissions`)."""
@@ -245,9 +258,13 @@ class Rollout:
         one batch; an unparseable reply gives the documented neutral value."""
         if not tools:
             return []
+        prompts = [judge_prompt(t) for t in tools]
+        distinct = list({json.dumps(m): m for m in prompts}.values())  # the judge decodes greedily: one ask per tool
         with self._model_lock:
-            replies = [g.text for g in self.judge.chat([judge_prompt(t) for t in tools],
-                                                        params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))]
+            said = [g.text for g in self.judge.chat(distinct,
+                                                     params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))]
+        answers = dict(zip(map(json.dumps, distinct), said, strict=True))
+        replies = [answers[json.dumps(m)] for m in prompts]
         rewards = []
         for reply, p, trace in zip(replies, parsed, traces, strict=True):
             scores = parse_judge_reply(reply)

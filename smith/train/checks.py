@@ -22,6 +22,13 @@ MODEL_DIRS = {"tiny": "model.tiny_dir", "tiny-warm": "model.warm_dir",  # built 
               REAL_SPEC: "model.real_dir"}
 
 
+def _model_dir(cfg: DictConfig, name: str) -> str:
+    """Where a built model spec lives (`model.warm_dir` null: the warm model shipped with smith)."""
+    from smith.train.warm import SHIPPED
+
+    return str(OmegaConf.select(cfg, MODEL_DIRS[name]) or SHIPPED)
+
+
 def check_vllm_server(cfg: TrainConfig) -> None:
     """Server mode, before any model loads: the server must answer (TRL's client would retry for 4 minutes); a
     `trl vllm-serve` server also needs CUDA on the training side (TRL pushes the policy's weights through vLLM's
@@ -77,7 +84,7 @@ def check_chat_format(cfg: DictConfig) -> None:
     from transformers import AutoTokenizer
 
     name = str(cfg.model.name_or_path)
-    path = str(OmegaConf.select(cfg, MODEL_DIRS[name])) if name in MODEL_DIRS else name
+    path = _model_dir(cfg, name) if name in MODEL_DIRS else name
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError):
@@ -90,8 +97,8 @@ def check_places(cfg: DictConfig) -> None:
     used to fail after it): the tiny model's build directory (built in place behind a lock file beside it),
     a local model path and its chat template, the task item cache, and a remote sandbox's /health."""
     name = str(cfg.model.name_or_path)
-    if name in MODEL_DIRS:
-        writable_parent(str(OmegaConf.select(cfg, MODEL_DIRS[name])), MODEL_DIRS[name])
+    if name in MODEL_DIRS and OmegaConf.select(cfg, MODEL_DIRS[name]) is not None:  # None: the shipped warm model
+        writable_parent(_model_dir(cfg, name), MODEL_DIRS[name])
         if name == REAL_SPEC:
             gguf_file()  # its package is installed
     elif name.startswith(("/", ".", "~")) and not (Path(name).expanduser() / "config.json").is_file():

@@ -18,6 +18,13 @@ real prompts (`build_messages`, `use_messages`, the inner-build turn) and the re
   can move in a few steps; copy slips are not demonstrated, since they only teach the model to copy worse.
 - inner build: a build, then the use prompt that follows it in the rollout ("your tool is now available", its
   tools in the template's tool block), then the use protocol.
+- evaluator: the self evaluator's episode (`smith.rewards.evaluation`: its system prompt, a held-out question, the
+  built tool alone in the tool block under its function name) -> a call of the tool with the question, the tool's
+  real output, that output as the answer. Always done right: the evaluator grades the builds, and an evaluator
+  that fumbles the call scores a correct tool 0.
+- judge: the judge's prompt (`smith.rewards.judge.judge_prompt`: a parsed tool, or the raw reply of a malformed
+  one, as the rollout asks it) -> the JSON verdict, its scores tied to the tool: high for a correct tool, low
+  code_correctness and overall for a wrong one, low schema_quality for a schema that names another function.
 
 Demonstrations hold canonical messages and render through the tokenizer's chat format
 (`smith.models.chat_format`), so any family renders them in its own template and tool-call syntax.
@@ -51,11 +58,21 @@ from trl import SFTTrainer
 
 from smith.models.chat_format import chat_format
 from smith.pool import PoolEntry, menu_names
+from smith.rewards.evaluation import EVALUATOR_SYSTEM
+from smith.rewards.judge import INSTRUCTIONS as JUDGE_INSTRUCTIONS
+from smith.rewards.judge import SYSTEM as JUDGE_SYSTEM
+from smith.rewards.judge import judge_prompt
 from smith.rollout.prompts import build_messages, inner_use_messages, use_messages
-from smith.toolspec import ToolSpec
+from smith.toolspec import ToolSpec, parse_response
 
-WARM_VERSION = 7  # 6: float32 SFT (smith.train.args.mixed_precision); 7: output drills see the question
-MARKER = "smith_warm.json"
+WARM_VERSION = 8  # 6: float32 SFT (smith.train.args.mixed_precision); 7: output drills see the question;
+                  # 8: evaluator and judge demonstrations
+MARKER = "smith_warm.json"  # the build's settings (key), the weights' checksum, the command that built it
+WEIGHTS = "model.safetensors"
+# The warm model ships with smith (a few MB): float32 SFT gives other weights on other CPU kinds, and the build
+# takes about 10 minutes on 2 cores; `smith tiny-model smith/assets/tiny-warm --warm` rebuilds it in place
+# (tests/test_warm.py fails while the shipped one does not match the current settings).
+SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "tiny-warm"
 CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
 SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
 EASY_BANK, HARD_BANK = 64, 1500  # many distinct questions: the model must copy them, it cannot memorise them
@@ -102,8 +119,11 @@ DESCRIPTIONS = {
                             "Factors the number into primes, separated by ×."],
 }
 # Episode mix and the use mistakes' rates.
-KINDS = (("build", 0.42), ("use", 0.43), ("inner", 0.15))
+KINDS = (("build", 0.34), ("use", 0.34), ("inner", 0.12), ("evaluator", 0.1), ("judge", 0.1))
 P_MALFORMED, P_NO_CALL, P_WRONG_TOOL, P_BAD_ARGS, P_GUESS = 0.08, 0.4, 0.25, 0.05, 0.1
+# The judge's demonstrated scores (tenths): (code_correctness, schema_quality, overall) ranges for a correct tool, a
+# wrong one, and the schema_quality of a schema that names another function.
+VERDICT_RIGHT, VERDICT_WRONG, SCHEMA_MISMATCH = ((8, 10), (7, 10), (8, 10)), ((0, 3), (6, 9), (1, 3)), (0, 2)
 
 
 Turn = tuple[dict[str, Any], list[dict[str, str]] | None]  # an assistant message, the messages fed back after it
@@ -199,6 +219,36 @@ def _use_turns(question: str, menu: dict[str, PoolEntry], target: str, rng: rand
     return [(call, [{"role": "tool", "content": output}]), (said(answer), None)], ok
 
 
+def _evaluator_demo(category: str, question: str, rng: random.Random) -> Demo:
+    """The self evaluator's episode on a demonstrated tool, done right: call it with the question, answer with its
+    output (the rollout grades the output of the call, never the prose)."""
+    _, entry, _ = demo_tool(category, rng)
+    spec = entry.tool
+    call = {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": spec.function_name, "arguments": {"question": question}}}]}
+    output = run_tool(entry, question)
+    return Demo([{"role": "system", "content": EVALUATOR_SYSTEM}, {"role": "user", "content": question}],
+                [spec.openai_tool()], [(call, [{"role": "tool", "content": output}]), (said(output), None)])
+
+
+def verdict(correct: bool, malformed: bool, rng: random.Random) -> dict[str, float]:
+    """The judge's scores for a demonstrated tool: tied to whether it is right (and its schema to its code)."""
+    code, schema, overall = (rng.randint(lo, hi) / 10 for lo, hi in (VERDICT_RIGHT if correct else VERDICT_WRONG))
+    if malformed:
+        schema = rng.randint(*SCHEMA_MISMATCH) / 10
+    return {"code_correctness": code, "schema_quality": schema, "overall": overall}
+
+
+def _judge_demo(category: str, rng: random.Random) -> Demo:
+    """The judge's prompt on a demonstrated tool as the rollout asks it (the parsed tool, or the raw reply when
+    the schema names another function) -> the JSON verdict."""
+    malformed = rng.random() < 0.25
+    text, entry, _ = demo_tool(category, rng, malformed=malformed)
+    parsed = parse_response(text, use_xgrammar=False)
+    scores = verdict(entry.r_eval > 0, malformed, rng)
+    return Demo(judge_prompt(parsed.spec if parsed.ok else text), None, [(said(json.dumps(scores)), None)])
+
+
 def _menu(own: PoolEntry, categories: tuple[str, ...], rng: random.Random) -> tuple[dict[str, PoolEntry], str]:
     """`own` and up to 2 tools of other categories, shuffled and named as the rollout names them; and own's name."""
     others = [c for c in categories if c != own.category]
@@ -222,6 +272,14 @@ def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORI
         kind = rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
         category = rng.choice(categories)
         question = rng.choice(hard[category]).question
+        if kind == "evaluator":
+            demos.append(_evaluator_demo(category, question, rng))
+            right[kind].append(True)
+            continue
+        if kind == "judge":
+            demos.append(_judge_demo(category, rng))
+            right[kind].append(True)
+            continue
         if kind == "build":
             text, _, ok = demo_tool(category, rng, malformed=rng.random() < P_MALFORMED)
             demos.append(Demo(build_messages(rng.sample(easy[category], 4)), None, [(said(text), None)], right=ok))
@@ -361,7 +419,7 @@ class WarmSettings:
     copy_steps: int = 1500  # stage 1: copy drills
     copy_batch_size: int = 32
     copy_learning_rate: float = 3e-3
-    n_demos: int = 3200  # stage 2: the protocol demonstrations, one pass
+    n_demos: int = 4000  # stage 2: the protocol demonstrations (a fifth of them the evaluator and the judge)
     epochs: float = 1.25
     learning_rate: float = 2e-3
     batch_size: int = 8
@@ -373,7 +431,8 @@ class WarmSettings:
 
     def key(self) -> dict[str, Any]:
         demos = [TOOLS, NAMES, DESCRIPTIONS, KINDS, CATEGORIES, EASY_BANK, HARD_BANK,
-                 P_MALFORMED, P_NO_CALL, P_WRONG_TOOL, P_BAD_ARGS, P_GUESS]
+                 P_MALFORMED, P_NO_CALL, P_WRONG_TOOL, P_BAD_ARGS, P_GUESS, VERDICT_RIGHT, VERDICT_WRONG,
+                 SCHEMA_MISMATCH, EVALUATOR_SYSTEM, JUDGE_SYSTEM, JUDGE_INSTRUCTIONS]
         src = hashlib.sha1(json.dumps(demos).encode()).hexdigest()[:12]
         return {"version": WARM_VERSION, "demos": src, "drills": 4, **self.__dict__}
 
@@ -415,9 +474,31 @@ def demo_rows(demos: list[Demo], tok: Any) -> list[dict[str, list[int]]]:
     return [dict(zip(("input_ids", "labels"), render(d, tok), strict=True)) for d in demos]
 
 
-def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = None, cache_dir: str | None = None,
-                     progress: bool = True) -> tuple[Path, bool]:
-    """Build (or reuse) the warm-started tiny policy at `path`. Returns (path, built_now)."""
+def _shown(path: Path) -> str:
+    """`path` as a command names it: relative to the checkout it lies in (the shipped copy), else as given."""
+    root = SHIPPED.parents[2]
+    return str(path.resolve().relative_to(root)) if path.resolve().is_relative_to(root) else str(path)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def is_current(path: Path, s: WarmSettings | None = None) -> bool:
+    """The model at `path` was built with these settings (its marker's key) and holds the weights that build wrote
+    (their checksum, in the marker too)."""
+    try:
+        info = json.loads((path / MARKER).read_text())
+        return info.get("key") == (s or WarmSettings()).key() and info.get("sha256") == _sha256(path / WEIGHTS)
+    except (OSError, ValueError):
+        return False
+
+
+def build_warm_model(path: str | os.PathLike | None = None, settings: WarmSettings | None = None,
+                     cache_dir: str | None = None, progress: bool = True) -> tuple[Path, bool]:
+    """The warm-started tiny policy at `path` (None: the copy shipped with smith, `SHIPPED`), built there unless it
+    is current (`is_current`: a current model is only read, so a read-only install needs no lock). Returns
+    (path, built_now)."""
     from datasets import Dataset
     from filelock import FileLock
     from transformers import GenerationConfig
@@ -425,14 +506,15 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
     from smith.train.args import sft_args
 
     s = settings or WarmSettings()
-    path = Path(path)
+    path = Path(path) if path is not None else SHIPPED
+    if is_current(path, s):
+        return path, False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ValueError(f"cannot create {path.parent} for the warm model: {e.strerror}") from None
     with FileLock(str(path) + ".lock"):
-        marker = path / MARKER
-        if marker.exists() and json.loads(marker.read_text()).get("key") == s.key():
+        if is_current(path, s):
             return path, False
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # BPE merges deterministic
         demos, right = demonstrations(s.n_demos, s.seed, cache_dir=cache_dir)
@@ -464,7 +546,8 @@ def build_warm_model(path: str | os.PathLike, settings: WarmSettings | None = No
         info = {"key": s.key(), "categories": list(CATEGORIES), "demo_right": right,
                 "train_loss": {"copy": losses[0], "demos": losses[1]},
                 "parameters": sum(p.numel() for p in model.parameters()),
-                "mean_tokens_per_demo": sum(lengths) / len(lengths)}
+                "mean_tokens_per_demo": sum(lengths) / len(lengths), "sha256": _sha256(tmp / WEIGHTS),
+                "command": f"smith tiny-model {_shown(path)} --warm"}
         (tmp / MARKER).write_text(json.dumps(info, indent=1))
         if path.exists():
             shutil.rmtree(path)
