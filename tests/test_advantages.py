@@ -75,3 +75,26 @@ def test_estimators_are_chosen_by_name():
     for name, estimate in ADVANTAGES.items():
         out = estimate(rewards, 2, W, std_floor=0.1)
         assert out.advantages.tolist() == pytest.approx([1.0, -1.0]), name
+
+
+@pytest.mark.parametrize("name", ["per_axis", "sum_then_normalize"])
+def test_an_axis_that_does_not_apply_moves_no_advantage(name):
+    """Issue 44 (2): a NaN r_eval (every question faulted) beside a peer's equal one is no signal in any estimator;
+    `sum_then_normalize` used to count it 0, a penalty (advantages -1, +1)."""
+    w = torch.tensor([1.0, 1.0])
+    out = ADVANTAGES[name](torch.tensor([[0.5, NAN], [0.5, 0.5]]), 2, w, std_floor=0.1)
+    assert out.advantages.tolist() == [0.0, 0.0] and not out.signal.any()
+    # where the other axis varies, the NaN sample's advantage comes from that axis alone
+    out = ADVANTAGES[name](torch.tensor([[0.0, NAN], [1.0, 0.5]]), 2, w, std_floor=0.1)
+    assert out.advantages.tolist() == pytest.approx([-1.0, 1.0])
+
+
+@pytest.mark.parametrize("name", ["per_axis", "sum_then_normalize"])
+def test_variance_on_a_zero_weight_axis_is_no_signal(name):
+    """Issue 44 (3): a group whose only varying axis has weight 0 has all-zero advantages, so it is dropped (and
+    refilled), not kept as if it had signal."""
+    w = torch.tensor([1.0, 1.0, 0.0, 1.0])
+    rewards = torch.tensor([[0.5, 1.0, 0.9, NAN], [0.5, 1.0, 0.1, NAN], [0.5, 1.0, 0.9, NAN], [0.5, 0.5, 0.1, NAN]])
+    out = ADVANTAGES[name](rewards, 2, w, std_floor=0.1)
+    assert out.signal.tolist() == [False, False, True, True] and out.keep.tolist() == out.signal.tolist()
+    assert out.advantages[:2].tolist() == [0.0, 0.0]

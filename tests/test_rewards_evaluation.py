@@ -271,6 +271,23 @@ def test_a_fork_server_killed_mid_call_is_retried_once_then_left_out(evaluator, 
     assert evaluate_direct(REFERENCE_SPEC, questions, sandbox, LIMITS).r_eval == 1.0
 
 
+def test_a_question_whose_later_call_ran_is_graded_on_it(hard, sandbox):
+    """Issue 44 (2): the evaluator's first call faults twice (killed mid-call, retried, killed again); it calls
+    again and that call runs: the question is graded on that call, not left out."""
+    tool = marked_tool(hard[0].question)
+
+    def retrier(conv) -> str:  # calls the tool while its last message is not the tool's real output
+        return call(question_of(conv)) if conv[-1]["role"] == "user" or "fault" in conv[-1]["content"] else "done"
+
+    with fork_server_killer(times=2) as killed:
+        res = evaluate_with_model(tool, hard[:1], ScriptedEvaluator(retrier), sandbox, LIMITS, max_turns=2)
+    assert len(killed) == 2
+    (trace,) = res.traces
+    assert [c["status"] for c in trace.calls] == ["fault", "ok"]
+    assert (trace.status, res.r_eval, res.k, res.faults) == ("correct", 1.0, 1, 0)
+    assert sandbox.quiesce()
+
+
 def test_every_question_left_out_gives_no_r_eval(hard, sandbox):
     """With every question left out the evaluation axis does not apply (NaN), like an unparsed judge reply."""
     tool = marked_tool(hard[0].question)

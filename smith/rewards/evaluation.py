@@ -229,10 +229,10 @@ def _trace(item: Item, e: Episode, answer: str | None, catalog: Catalog | None) 
     trace = QuestionTrace(item.id, "no_tool_call", expected=item.answer, calls=e.calls, turns=e.turns,
                           seconds=sum(c.get("seconds", 0.0) for c in e.calls))
     faulted = [c for c in e.calls if c.get("status") == FAULT]
-    if faulted:  # the evaluator saw the sandbox fail: the question cannot be graded
-        trace.status, trace.error = FAULT, faulted[0]["error"]
-    elif answer is not None:
+    if answer is not None:  # graded on its last call that ran, even if an earlier one faulted
         _grade(item, answer, trace, catalog)
+    elif faulted:  # the evaluator saw the sandbox fail and no call ran: the question cannot be graded
+        trace.status, trace.error = FAULT, faulted[0]["error"]
     elif e.calls:
         trace.status = "error"
         trace.error = next((c["error"] for c in reversed(e.calls) if c.get("error")), None)

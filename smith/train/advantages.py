@@ -74,7 +74,8 @@ def per_axis_advantages(rewards: torch.Tensor, num_generations: int, weights: to
     std = var.sqrt()
     z = torch.where(present, (grouped - mean) / std.clamp(min=std_floor), torch.zeros_like(grouped))
     adv = (z * weights.to(z).view(1, 1, -1)).sum(dim=-1)
-    signal = ((std > eps) & (present.sum(dim=1, keepdim=True) > 1)).any(dim=-1).squeeze(1)  # (groups,)
+    weighted = weights.to(z).view(1, 1, -1) != 0  # an axis weighted 0 moves no advantage: its variance is no signal
+    signal = ((std > eps) & (present.sum(dim=1, keepdim=True) > 1) & weighted).any(dim=-1).squeeze(1)  # (groups,)
     return _finish(adv, z, signal, dynamic_sampling, rewards.shape)
 
 
@@ -82,9 +83,13 @@ def per_axis_advantages(rewards: torch.Tensor, num_generations: int, weights: to
 def summed_advantages(rewards: torch.Tensor, num_generations: int, weights: torch.Tensor,
                       std_floor: float = DapoConfig.std_floor, dynamic_sampling: str = DapoConfig.dynamic_sampling,
                       eps: float = 1e-6) -> Advantages:
-    """GRPO on the weighted sum of the axes (a missing axis counts 0), standardised within the group."""
+    """GRPO on the weighted sum of the axes, standardised within the group. An axis that does not apply to a
+    sample (NaN: a faulted r_eval, an unparsed verdict) counts as its group's mean on that axis, so it moves the
+    sample's advantage neither way (a 0 there would be a penalty); an axis absent from the whole group counts 0."""
     grouped, present = _grouped(rewards, num_generations)
-    filled = torch.where(present, grouped, torch.zeros_like(grouped))
+    count = present.sum(dim=1, keepdim=True)
+    mean = torch.where(present, grouped, torch.zeros_like(grouped)).sum(dim=1, keepdim=True) / count.clamp(min=1)
+    filled = torch.where(present, grouped, mean.expand_as(grouped))
     total = (filled * weights.to(filled).view(1, 1, -1)).sum(dim=-1)  # (groups, G)
     mean, std = total.mean(dim=1, keepdim=True), total.std(dim=1, unbiased=False, keepdim=True)
     scale = std.clamp(min=std_floor)
