@@ -90,18 +90,6 @@ def test_eval_bad_input_is_one_line_before_loading(case, tmp_path, not_a_dir, ba
         assert not (tmp_path / "out" / "summary.json").exists()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any directory")
-def test_eval_read_only_output_dir_is_one_line(tmp_path):
-    out = tmp_path / "ro"
-    out.mkdir()
-    out.chmod(0o555)
-    try:
-        _one_line_error(_run("eval.py", "suite=lomekwi", "model=scripted:random", f"output_dir={out}"),
-                        f"output_dir={out}")
-    finally:
-        out.chmod(0o755)
-
-
 def test_eval_refuses_an_endpoint_that_does_not_serve_the_model(tmp_path):
     with models_endpoint("served-model") as url:
         spec = f"openai:{url}#other-model"

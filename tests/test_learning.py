@@ -55,6 +55,8 @@ def test_smith_beats_a_frozen_control(warm_model_dir, tmp_path):
     first, last = (window_means(rows["smith"], "rewards/evaluation/mean", f) for f in (True, False))
     assert last > first, (first, last)
     assert rows["smith"][-1]["pool/size"] > 0
+    # SMITH's own loop: the self evaluator (the policy's synced copy) generated every step's grading
+    assert all(r.get("tokens/evaluator/hf", 0) > 0 for r in rows["smith"]), rows["smith"][-1]
     # what a user sees: one line per step, the summary, the plot
     assert f"step  {STEPS}/{STEPS}" in logs["smith"] and "before -> after" in logs["smith"]
     assert (runs["smith"] / "curves.png").stat().st_size > 10_000

@@ -26,7 +26,6 @@ from smith.evals.lomekwi.episode import Episode
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi_deep"
 LOMEKWI_FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi"
-MIRROR = Path("/work/.mirror/DragonWrangler25+lomekwi-tool-discovery/repo")
 PNG = b"\x89PNG\r\n\x1a\n"
 
 # A hand-made world: 3 containers "cab", keys "kel", axe "hatch", part "pim", woods, resources q2 (r0), q1 (r1),
@@ -366,19 +365,3 @@ def test_eval_py_imports_the_fixture_rows(tmp_path):
 def test_commit_nudge_is_refused_in_the_deep_world(tmp_path):
     with pytest.raises(ConfigError, match="no Deep Lomekwi counterpart"):
         lomekwi.check(cfg_for(tmp_path, "model=scripted:optimal", "suite.commit_nudge=commit"))
-
-
-@pytest.mark.skipif(not MIRROR.exists(), reason="the release mirror is not on this machine")
-def test_the_released_runs_reproduce_the_paper_figure(tmp_path):
-    """The readable released runs (Haiku, Sonnet; Opus's log is unreadable), fetched as docs/lomekwi.md says."""
-    for run in ("haiku", "sonnet"):
-        d = f"runs/deep_lomekwi/{run}_deep_lomekwi_T2-6_N10-30_20260619_171103"
-        (tmp_path / d).mkdir(parents=True)
-        (tmp_path / d / "episodes.jsonl").write_bytes(
-            subprocess.run(["git", "-C", str(MIRROR), "show", f"HEAD:{d}/episodes.jsonl"], capture_output=True,
-                           check=True).stdout)
-    summary = lomekwi.run(cfg_for(tmp_path / "out", f"import_logs={tmp_path / 'runs' / 'deep_lomekwi'}",
-                                  "suite.plots=false"))
-    assert all(c["agrees"] for c in summary["details"]["paper_checks"]) and len(summary["details"]["paper_checks"]) == 5
-    assert {m: v["N"] for m, v in summary["details"]["models"].items()} == {"claude-haiku-4-5-20251001": 105,
-                                                                 "claude-sonnet-4-6": 105}

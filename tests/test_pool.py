@@ -101,6 +101,9 @@ def test_corrupt_pool_file_is_a_clear_error(tmp_path):
     (lambda d: d.update(cap_per_category=1e400), r"cap_per_category inf is not an integer >= 1"),
     (lambda d: d.update(cap_per_category=True), r"cap_per_category True"),
     (lambda d: d.update(entries={}), r"entries is not a list"),
+    # issue 44 (10): an invalid OpenAI schema used to be exported as is and crash serve-pool
+    (lambda d: d["entries"][0]["schema"].update(parameters="x"), r"entry 0: schema: schema 'parameters' must be"),
+    (lambda d: d["entries"][0]["schema"].update(name="not a name"), r"entry 0: schema: schema 'name' must be"),
 ])
 def test_a_pool_file_with_bad_fields_is_a_one_line_error(change, message, tmp_path):
     """Wrong types, out-of-range values, an unknown version: refused on load, naming the field (they used to

@@ -20,7 +20,7 @@ from typing import Any
 
 from smith.config import PoolConfig
 from smith.errors import ConfigError
-from smith.toolspec import ToolSpec
+from smith.toolspec import ToolSpec, schema_error
 
 POOL_FILE = "tool_pool.json"
 FORMAT_VERSION = 1
@@ -139,6 +139,11 @@ def _check_pool_file(data: Any) -> None:
         for name, (ok, want) in _ENTRY.items():
             if name in raw and not ok(raw[name]):
                 raise ValueError(f"entry {i}: {name} is {str(raw[name])[:40]!r}, want {want}")
+        # an OpenAI function schema (one without `parameters` is offered as taking none, ToolSpec.openai_tool)
+        problem = schema_error({"parameters": {"type": "object", "properties": {}}, **function_schema(raw["schema"])},
+                               use_xgrammar=False)
+        if problem:
+            raise ValueError(f"entry {i}: schema: {problem}")
 
 
 class ToolPool:
