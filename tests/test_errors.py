@@ -64,6 +64,7 @@ EVAL_CASES = {
     "limit negative": (["suite=bor", "limit=-3"], ["limit=-3"]),
     "unknown mode": (["suite=rg", "mode=cott"], ["mode=cott", "build_use"]),
     "unknown rg category": (["suite=rg", "suite.categories=[lcm,nope]"], ["'nope'", "suite.categories"]),
+    "rg sandbox timeout 0": (["suite=rg", "suite.sandbox.timeout_s=0"], ["suite.sandbox", "timeout_s"]),
     "unknown bfcl category": (["suite=bfcl", "suite.categories=[nope]"], ["'nope'"]),
     "unknown bor scorer": (["suite=bor", "suite.scorers=[bm25,bm52]"], ["'bm52'", "suite.scorers"]),
     "unknown lots family": (["suite=lots", "model=scripted:gold", "suite.families=[nope]"], ["'nope'"]),

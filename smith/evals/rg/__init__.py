@@ -67,6 +67,7 @@ def check(cfg: DictConfig, source: ItemSource | None = None) -> list[tuple[str, 
         raise ConfigError(f"suite {s.name} has no scripted agents ({cfg.model}); give a model SPEC: tiny | DIR | "
                           "vllm:<path> | openai:<base_url>#<model>")
     (source or ReasoningGym(cfg)).check(cfg)
+    _limits(s.sandbox)  # every setting, used by this mode or not, before anything is written
     if cfg.mode == "pool":
         if not s.pool:
             raise ConfigError("mode=pool needs suite.pool=PATH (a run directory, checkpoint directory or pool file)")
@@ -79,11 +80,27 @@ def check(cfg: DictConfig, source: ItemSource | None = None) -> list[tuple[str, 
     return specs
 
 
+def _limits(sb: DictConfig) -> Any:
+    """`suite.sandbox`'s limits; a bad value is a one-line error (checked before anything is written)."""
+    from sandbox import Limits
+
+    try:
+        limits = Limits(timeout_s=sb.timeout_s, memory_mb=sb.memory_mb)
+    except ValueError as e:
+        raise ConfigError(f"suite.sandbox: {e}") from None
+    workers = sb.workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"suite.sandbox.workers={workers} must be a whole number >= 1")
+    if sb.isolation not in ("strict", "process"):
+        raise ConfigError(f"suite.sandbox.isolation={sb.isolation} is not one of strict, process")
+    return limits
+
+
 def _sandbox(cfg: DictConfig) -> tuple[Any, Any]:
-    from sandbox import Limits, Sandbox
+    from sandbox import Sandbox
 
     sb = cfg.suite.sandbox
-    limits = Limits(timeout_s=float(sb.timeout_s), memory_mb=int(sb.memory_mb))
+    limits = _limits(sb)
     if sb.get("url"):
         from sandbox import RemoteSandbox
 
