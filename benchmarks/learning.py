@@ -116,26 +116,30 @@ def main() -> None:
             gains[arm].append(learning_gain(rows[arm]))
             use_last[arm].append(window_means(rows[arm], "rewards/use/mean", False) or 0.0)
         paired.append(paired_gap(rows["smith"], rows["control"]))
-        drops.append(best_window(rows["smith"], "rewards/use/mean") - use_last["smith"][-1])
+        drop = {arm: best_window(rows[arm], "rewards/use/mean") - use_last[arm][-1] for arm in rows}
+        drops.append(drop["smith"])
         kls.append(window_means(rows["smith"], "kl", False) or 0.0)
         acc = {arm: held_out_accuracy(run, a.steps, a.eval_items, out) for arm, run in runs.items()}
         print(f"  gain (eval+use, last5 - first5): smith {gains['smith'][-1]:+.3f}  control "
               f"{gains['control'][-1]:+.3f}  paired (smith - control, last 5) {paired[-1]:+.3f}")
         print(f"  use reward, last 5: smith {use_last['smith'][-1]:.3f}  control {use_last['control'][-1]:.3f}; "
-              f"smith's best 5-step mean minus its last 5: {drops[-1]:.3f}; KL, last 5: {kls[-1]:.3f}")
+              f"best 5-step mean minus the last 5: smith {drop['smith']:.3f}  control {drop['control']:.3f} (the "
+              f"task stream's share); KL, last 5: {kls[-1]:.3f}")
         print(f"  held-out build_use accuracy ({a.eval_items} per category): smith {acc['smith']:.3f}  "
               f"control {acc['control']:.3f}")
         table.append(f"| {seed} | {paired[-1]:+.2f} | {gains['smith'][-1]:+.2f} / {gains['control'][-1]:+.2f} | "
                      + " | ".join(" / ".join(f"{window_means(rows[arm], key, True):.2f} -> "
                                              f"{window_means(rows[arm], key, False):.2f}" for arm in rows)
                                   for key in ("rewards/evaluation/mean", "rewards/use/mean"))
-                     + f" | {drops[-1]:.2f} | {kls[-1]:.3f} | {acc['smith']:.2f} / {acc['control']:.2f} |")
+                     + f" | {drop['smith']:.2f} / {drop['control']:.2f} | {kls[-1]:.3f} | {acc['smith']:.2f} / "
+                       f"{acc['control']:.2f} |")
 
     def mean(xs: list[float]) -> float:
         return sum(xs) / len(xs)
 
     print("\n| seed | paired (smith - control, last 5) | gain smith / control | evaluation, first -> last 5 "
-          "(smith / control) | use, first -> last 5 (smith / control) | use, best 5 - last 5 | KL, last 5 | "
+          "(smith / control) | use, first -> last 5 (smith / control) | use, best 5 - last 5 (smith / control) | "
+          "KL, last 5 | "
           "held-out accuracy (smith / control) |")
     print("|---|---|---|---|---|---|---|---|")
     print("\n".join(table))

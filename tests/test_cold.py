@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 from smith.config import ColdConfig
 from smith.models.chat_format import chat_format
+from smith.rewards.judge import parse_judge_reply
 from smith.train.cold import MARKER, build_cold_start, cold_rows
 from smith.train.warm import demonstrations, render
 
@@ -22,12 +23,24 @@ from .conftest import ROOT
 
 
 def test_demonstrations_mark_what_the_rollout_would_reward(rg_cache):
+    from smith.rewards.evaluation import EVALUATOR_SYSTEM
+    from smith.rewards.judge import SYSTEM as JUDGE
+
     demos, right = demonstrations(200, seed=3, cache_dir=str(rg_cache))
-    kinds = {"build": lambda d: d.tools is None and d.then is None, "inner": lambda d: d.then is not None,
-             "use": lambda d: d.tools is not None}
-    for kind, rate in right.items():
-        marked = [d.right for d in demos if kinds[kind](d)]
-        assert 0 < sum(marked) < len(marked) and sum(marked) / len(marked) == pytest.approx(rate)
+    system = {EVALUATOR_SYSTEM: "evaluator", JUDGE: "judge"}
+
+    def kind(d) -> str:
+        if d.messages[0]["content"] in system:
+            return system[d.messages[0]["content"]]
+        return "inner" if d.then is not None else "use" if d.tools is not None else "build"
+
+    for k, rate in right.items():
+        marked = [d.right for d in demos if kind(d) == k]
+        assert marked and sum(marked) / len(marked) == pytest.approx(rate)
+        if k in ("evaluator", "judge"):  # the graders' protocols are only demonstrated done right
+            assert all(marked)
+        else:  # the policy's own replies: right and wrong ones, only the right ones are cold-start rows
+            assert 0 < sum(marked) < len(marked)
 
 
 def test_cold_rows_hold_rewarded_replies_in_the_real_models_fallback_format(real_model_dir, rg_cache):
@@ -45,7 +58,9 @@ def test_cold_rows_hold_rewarded_replies_in_the_real_models_fallback_format(real
         replies.append(tok.decode(learnt))
     builds = [r for r in replies if "```python" in r]
     calls = [r for r in replies if "<tool_call>" in r]
-    assert builds and calls and len(builds) + len(calls) >= len(rows)  # no guess without a call is taught
+    verdicts = [r for r in replies if parse_judge_reply(r) is not None]
+    # no guess without a call is taught: every row is a build, a call (use or evaluator) or a judge's verdict
+    assert builds and calls and len(builds) + len(calls) + len(verdicts) >= len(rows)
     demos, _ = demonstrations(96, seed=0, cache_dir=str(rg_cache))
     kept = [render(d, tok)[0] for d in demos if d.right and len(render(d, tok)[0]) <= 600]
     assert [r["input_ids"] for r in rows] == kept[:24]  # exactly the rewarded ones, in order
