@@ -247,6 +247,24 @@ def hedges(it) -> list[str]:
     return [f"{letter}={(int(digit) + 1) % 10},{it.answer}"]
 
 
+def clause_edits(it) -> list[str]:
+    """Answers that list clauses or assignments: an extra clause, a name given twice, an unknown role, an unknown
+    name (the scorer skipped words it did not know: issue 44)."""
+    g = it.answer.rstrip(".")
+    found = CLAUSE.findall(g)
+    if found:
+        (name, role), roles = found[0], {r for _, r in found}
+        other = next((r for r in ("knight", "knave", "angel", "devil", "hero", "villain") if r not in roles), role)
+        return [f"{g}, and Zed is a liar.", f"{g}, and knight is a knave.", f"{g}, and {name} is a maybe.",
+                f"{g}, and {name} is a {other}.", f"{g}, and {name} is a {role}.", f"{g} and Zed is a {role}.",
+                g.replace(f"{name} is a", "Zed is a", 1).replace(f"{name} is an", "Zed is an", 1) + "."]
+    pairs = [p.split("=") for p in g.split(",") if "=" in p]
+    if pairs and all(len(p) == 2 for p in pairs):
+        letter, digit = pairs[0]
+        return [f"{g},Z=9", f"{g},{letter}={digit}", f"{g},{letter.lower()}={digit}", g.replace(letter, "Q", 1)]
+    return []
+
+
 TARGETED = {"countdown": near_target, "cryptarithm": hedges}
 
 
@@ -263,7 +281,7 @@ def near_misses(it, others: list[str], rng: random.Random) -> set[str]:
     for o in others:
         out |= {o, f"{g}, {o}", f"{o}, {g}", f"{g}\n{o}", f"{g} {o}"}
     out |= {f"{g}, x", f"{g}\nx", f"{g} x", f"x {g}", f"{g} ∨ (R", f"{g} + Cx", f"{g}."}
-    out |= set(TARGETED.get(it.category, lambda it: [])(it))
+    out |= set(TARGETED.get(it.category, lambda it: [])(it)) | set(clause_edits(it))
     return out
 
 

@@ -24,6 +24,7 @@ import ast
 import itertools
 import json
 import operator
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from functools import cache
@@ -108,6 +109,18 @@ def one_digit_per_letter(answer: str, entry: dict[str, Any]) -> bool:
     return len(letters) == len(set(letters))
 
 
+_CLAUSE = re.compile(r"(\w+)\s+is\s+an?\s+(\w+)", re.I)
+
+
+def same_clauses(answer: str, entry: dict[str, Any]) -> bool:
+    """knights_knaves: the answer's `NAME is a ROLE` clauses are exactly the gold's (case aside), each name once.
+    The scorer compares the (name, role) pairs whose words it knows and skips the rest, so a junk clause appended
+    to the gold (`, and Zed is a liar`, `, and Elizabeth is a maybe`) kept its 1.0."""
+    found = _CLAUSE.findall(answer)
+    gold = {(a.lower(), b.lower()) for a, b in _CLAUSE.findall(entry["answer"])}
+    return len(found) == len({a.lower() for a, _ in found}) and {(a.lower(), b.lower()) for a, b in found} == gold
+
+
 # the `full_marks` checks a catalog entry may name: (stripped answer, entry) -> bool
 FULL_MARKS: dict[str, Callable[[str, dict[str, Any]], bool]] = {
     "equal": lambda answer, entry: answer == entry["answer"],
@@ -117,6 +130,7 @@ FULL_MARKS: dict[str, Callable[[str, dict[str, Any]], bool]] = {
     "antiderivative": antiderivative,
     "conclusion": conclusion,
     "one_digit_per_letter": one_digit_per_letter,
+    "same_clauses": same_clauses,
 }
 
 
