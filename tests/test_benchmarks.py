@@ -42,3 +42,22 @@ def test_step_tokens_prints_each_roles_tokens():
     assert "hf | policy | hf |" in proc.stdout and "hf | step | - | - |" in proc.stdout
     last = re.fullmatch(r"step_tokens policy=(\d+) evaluator=(\d+) judge=(\d+)", proc.stdout.strip().splitlines()[-1])
     assert last and int(last.group(1)) > 0, proc.stdout[-2000:]
+
+
+def test_roles_prints_each_roles_row():
+    """benchmarks/roles.py (the per-role table of docs/training.md) on the shipped warm model, at a small size."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "roles.py"), "--tools", "1", "--questions", "2",
+                           "--categories", "lcm"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "| evaluator questions ending in a call of the tool | " in proc.stdout
+    last = proc.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"roles build_parsed=\S+ build_right=\S+ evaluator_called=\S+ evaluator_agrees=\S+ "
+                        r"judge_parsed=\S+ judge_auc=\S+", last), last
+
+
+def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
+    """benchmarks/ablations.py imports its arms and learning.py's runner; a run without two 5-step windows is a
+    usage error, not a table of NaNs (the table itself is docs/training.md's, an hour on 2 cores)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ablations.py"), "--steps", "5"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--steps must be at least 10" in proc.stderr, proc.stderr[-2000:]
