@@ -90,10 +90,12 @@ def learning_gain(rows: list[dict[str, Any]], n: int = WINDOW) -> float:
     return sum(scores[-n:]) / n - sum(scores[:n]) / n
 
 
-def paired_gap(rows: list[dict[str, Any]], control: list[dict[str, Any]], n: int = WINDOW) -> float:
-    """Mean over the last `n` steps of (run - control) learning score, step by step (same task stream)."""
-    a = {r["step"]: learning_score(r) for r in rolled_out(rows)}
-    b = {r["step"]: learning_score(r) for r in rolled_out(control)}
+def paired_gap(rows: list[dict[str, Any]], control: list[dict[str, Any]], n: int = WINDOW,
+               keys: tuple[str, ...] = LEARNING_KEYS) -> float:
+    """Mean over the last `n` steps of (run - control) learning score (the sum of `keys`), step by step (same task
+    stream)."""
+    a = {r["step"]: learning_score(r, keys) for r in rolled_out(rows)}
+    b = {r["step"]: learning_score(r, keys) for r in rolled_out(control)}
     steps = sorted(set(a) & set(b))[-n:]
     return sum(a[s] - b[s] for s in steps) / len(steps)
 
