@@ -259,12 +259,13 @@ class Rollout:
         if not tools:
             return []
         prompts = [judge_prompt(t) for t in tools]
-        distinct = list({json.dumps(m): m for m in prompts}.values())  # the judge decodes greedily: one ask per tool
+        keys = [json.dumps(m) for m in prompts]
+        distinct = dict(zip(keys, prompts, strict=True))  # the judge decodes greedily: one ask per distinct tool
         with self._model_lock:
-            said = [g.text for g in self.judge.chat(distinct,
+            said = [g.text for g in self.judge.chat(list(distinct.values()),
                                                      params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))]
-        answers = dict(zip(map(json.dumps, distinct), said, strict=True))
-        replies = [answers[json.dumps(m)] for m in prompts]
+        answers = dict(zip(distinct, said, strict=True))
+        replies = [answers[k] for k in keys]
         rewards = []
         for reply, p, trace in zip(replies, parsed, traces, strict=True):
             scores = parse_judge_reply(reply)
