@@ -134,9 +134,9 @@ def train_main(argv: list[str] | None = None) -> None:
     """`python train.py ...` and `smith train ...`."""
 
     def run(cfg: DictConfig) -> None:
-        from smith.train import run
+        from smith.train import main
 
-        run(cfg)
+        main(cfg)
 
     main_entry("config", ("recipe",), run, argv)
 

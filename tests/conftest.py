@@ -19,6 +19,36 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # 2 torch threads on 2 loaded cores: ~40x slower tiny chats
 
 ROOT = Path(__file__).resolve().parent.parent
+MODEL_LOADING = "Loading weights"  # what transformers prints while a model loads
+
+
+@pytest.fixture
+def in_process(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    """`in_process(main, argv)`: an entry point (`smith.entry.train_main`, what train.py calls, or `eval_main`) run
+    as its script runs it, from the repository root, in this process; returns its exit code and output as a
+    process's. A model that starts loading raises (a bug, not exit 2): bad input must be refused before. A fresh
+    interpreter per bad-input case spent 15 s importing torch to print one line; the scripts as processes are
+    checked in tests/test_errors.py."""
+    import subprocess
+
+    from transformers import PreTrainedModel
+
+    def no_loading(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"{MODEL_LOADING}: a model loaded before the input was checked")
+
+    def run(main, argv: list[str]) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(ROOT)
+        monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(no_loading))
+        capsys.readouterr()
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as e:
+            code = e.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+    return run
 
 
 @pytest.fixture(scope="session")
@@ -97,8 +127,9 @@ def models_endpoint(*served: str) -> Iterator[str]:
         server.shutdown()
 
 
-# a tool marks the call during which the test kills its fork server by naming its own process so (PR_SET_NAME)
-MARKED = "smith-marked"
+# a tool marks the call during which the test kills its fork server by naming its own process so (PR_SET_NAME, at
+# most 15 bytes); one name per pytest-xdist worker, so that no worker kills another's servers
+MARKED = f"smith-mark-{os.environ.get('PYTEST_XDIST_WORKER', 'gw')}"[:15]
 MARK = f"import ctypes\nctypes.CDLL(None).prctl(15, {MARKED.encode()!r}, 0, 0, 0)\n"
 
 

@@ -19,7 +19,7 @@ import torch
 from transformers import TrainerCallback
 
 from smith.curves import rolled_out
-from smith.entry import ConfigError, compose
+from smith.entry import ConfigError, compose, train_main
 from smith.train import resolve_run_dir
 from smith.train.progress import summary
 from smith.train.run import train
@@ -257,29 +257,27 @@ def test_task_stream_is_stratified_and_split_one_to_one():
 
 @pytest.mark.parametrize("override", ["evaluator.kind=selff", "judge.kind=off", "generation.backend=vllm2",
                                       "dapo.advantage=gdpo", "sandbox.isolation=none"])
-def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path):
+def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path, in_process):
     cfg = compose("config", ["recipe=tiny", override])
     with pytest.raises(ConfigError, match=rf"^{re.escape(override)} is not one of "):
         train(cfg, tmp_path / "run")
-    out = subprocess.run([sys.executable, "train.py", "recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"],
-                         cwd=ROOT, capture_output=True, text=True)
+    out = in_process(train_main, ["recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"])
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(f"error: {override} is not one of")
     assert not (tmp_path / "cli").exists()  # no empty run directory left behind
 
 
 @pytest.mark.parametrize("override", ["max_steps=abc", "max_steps=0", "dapo.learning_rate=-1",
                                       "sandbox.timeout_s=0", "dapo.num_generations=1", "build.k_heldout=2.5"])
-def test_a_bad_number_fails_in_one_line_before_loading(override, tmp_path):
+def test_a_bad_number_fails_in_one_line_before_loading(override, tmp_path, in_process):
     key = override.split("=")[0]
     with pytest.raises(ConfigError, match=rf"^{re.escape(override)} must be (an integer|a number) >= "):
         train(compose("config", ["recipe=tiny", override]), tmp_path / "run")
-    out = subprocess.run([sys.executable, "train.py", "recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"],
-                         cwd=ROOT, capture_output=True, text=True)
+    out = in_process(train_main, ["recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"])
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(f"error: {key}=")
     assert not (tmp_path / "cli").exists()
 
 
-def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_path):
+def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_path, in_process):
     with models_endpoint("Qwen/Qwen3-8B") as up:
         for base, model, message in [
             ("http://127.0.0.1:9/v1", "m", r"^judge endpoint http://127.0.0.1:9/v1/models is not answering"),
@@ -290,8 +288,8 @@ def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_p
                                      f"judge.model_name={model}"])
             with pytest.raises(ConfigError, match=message):
                 train(cfg, tmp_path / "run")
-    out = subprocess.run([sys.executable, "train.py", "recipe=qwen3-8b", "judge.base_url=http://127.0.0.1:9/v1",
-                          f"output_dir={tmp_path / 'cli'}"], cwd=ROOT, capture_output=True, text=True)
+    out = in_process(train_main, ["recipe=qwen3-8b", "judge.base_url=http://127.0.0.1:9/v1",
+                                  f"output_dir={tmp_path / 'cli'}"])
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith("error: judge endpoint")
     assert not (tmp_path / "cli").exists()
 
@@ -359,7 +357,7 @@ def test_an_unreadable_newest_checkpoint_falls_back_to_the_one_before(case, tmp_
     assert last_complete_checkpoint(tmp_path) is None
 
 
-def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path):
+def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path, in_process):
     """Before any model loads and before the run directory is touched (an interrupted checkpoint stays); the
     diff leaves out what may change (max_steps, output_dir, resume)."""
     from smith.train.session import check_resume_config, save_config
@@ -370,8 +368,7 @@ def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path):
     fake_checkpoint(run / "checkpoint-2", 2)
     (run / "checkpoint-3").mkdir()  # interrupted: resume would remove it
     change = ["dapo.learning_rate=0.5", "tasks.categories=[lcm]", "+extra=1", "max_steps=9"]
-    out = subprocess.run([sys.executable, "train.py", "recipe=tiny-random", f"resume={run}", *change], cwd=ROOT,
-                         capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"})
+    out = in_process(train_main, ["recipe=tiny-random", f"resume={run}", *change])
     assert out.returncode == 2, out.stderr[-3000:]
     assert out.stderr.strip().splitlines() == [
         "dapo.learning_rate: 0.001 -> 0.5", "extra: (absent) -> 1", "tasks.categories: null -> [\"lcm\"]",

@@ -1,4 +1,5 @@
-"""smith.train: the SMITH trainer (DAPO on TRL) and `run(cfg)`, the body of train.py."""
+"""smith.train: the SMITH trainer (DAPO on TRL) and `main(cfg)`, the body of train.py (not `run`: that name is the
+submodule smith.train.run, which replaces a package attribute of the same name once imported)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def resolve_run_dir(cfg: DictConfig) -> Path:
     return run_dir
 
 
-def run(cfg: DictConfig) -> Path:
+def main(cfg: DictConfig) -> Path:
     """SMITH training, or a distillation baseline when the recipe has a `distill` section (smith.train.distill)."""
     if cfg.get("distill") is not None:
         from smith.train.distill import distill
