@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from smith.curves import read_metrics
 from smith.train.progress import learning_score, paired_gap, window_means
 
@@ -39,6 +41,7 @@ def _train(run: Path, steps: int, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+@pytest.mark.learning  # two 30-step runs, about 4 minutes: CI's learning stage (.ci/run), not the default suite
 def test_smith_beats_a_frozen_control(warm_model_dir, tmp_path):
     runs = {"smith": tmp_path / "smith", "control": tmp_path / "control"}
     procs = {arm: _train(run, STEPS, f"model.warm_dir={warm_model_dir}", *(["dapo.learning_rate=0"] if arm == "control"
