@@ -165,6 +165,21 @@ def test_a_decoded_granite_reply_that_lost_its_call_token_still_parses(tiny_mode
     assert (plain.calls, plain.errors, plain.answer) == ([], [], "[1, 2]")
 
 
+def test_a_call_after_text_survives_decoding(tok):
+    """Issue 44, item 6: every backend decodes a reply's ids with its format, which keeps the call markers (Granite's
+    `<|tool_call|>` is a special token: `skip_special_tokens=True` dropped it and the call was read as content)."""
+    fmt = chat_format(tok)
+    lcm = ToolCall("lcm_tool", {"question": "4 6"})
+    text = fmt.syntax.write("Let me use the tool.", [lcm])
+    if not text.startswith("Let me"):  # Llama 3 writes a call alone; after text, its marker says where it starts
+        text = "Let me use the tool." + fmt.syntax.markers[0] + text
+    generated = ScriptedBackend(tok, lambda ctx: text).chat([[{"role": "user", "content": "q"}]])[0]
+    reply = fmt.parse(generated.text)  # what an episode reads
+    assert (reply.calls, reply.errors, reply.content) == ([lcm], [], "Let me use the tool.")
+    assert fmt.decode(tok("The LCM is 12.", add_special_tokens=False)["input_ids"] + [fmt.end_of_turn]) == (
+        "The LCM is 12.")  # other special tokens (the end of turn) are dropped as before
+
+
 @pytest.mark.parametrize("name", ["qwen3-instruct-2507", "qwen3", "llama-3.1", "llama-3.2"])
 def test_parse_agrees_with_trls_response_schemas(tiny_model_dir, name):
     """On well-formed replies smith reads what TRL's `add_response_schema` + `tokenizer.parse_response` read."""

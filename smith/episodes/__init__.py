@@ -94,13 +94,13 @@ class Episode:
         return None if self.reply is None else self.reply.answer
 
 
-def clip_generation(g: Generation, max_new_tokens: int, tokenizer: Any) -> Generation:
+def clip_generation(g: Generation, max_new_tokens: int, fmt: Any) -> Generation:
     """`g` as if generation had stopped after `max_new_tokens` tokens."""
     if len(g.completion_ids) <= max_new_tokens:
         return g
     ids = g.completion_ids[:max_new_tokens]
     return replace(g, completion_ids=ids, logprobs=g.logprobs[:max_new_tokens], finish_reason="length",
-                   text=tokenizer.decode(ids, skip_special_tokens=True), completion_tokens=len(ids))
+                   text=fmt.decode(ids), completion_tokens=len(ids))
 
 
 def execute_tool_calls(
@@ -203,7 +203,8 @@ def _generate(active: list[Episode], backend: Any, params: SamplingParams) -> li
         limit = max((r for r in rooms if r is not None), default=params.max_new_tokens)
         step = replace(params, max_new_tokens=max(1, min(limit, params.max_new_tokens)))
         gens = backend.continue_ids([e.transcript.prompt_ids + e.transcript.completion_ids for e in active], step)
-        return [g if r is None else clip_generation(g, r, backend.tokenizer) for g, r in zip(gens, rooms, strict=True)]
+        fmt = backend.chat_format
+        return [g if r is None else clip_generation(g, r, fmt) for g, r in zip(gens, rooms, strict=True)]
     return backend.chat([e.transcript for e in active], [e.tools for e in active], params)
 
 

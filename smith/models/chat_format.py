@@ -113,7 +113,10 @@ def _json(value: Any) -> str:
 
 
 class Syntax:
-    """How one family writes tool calls in a reply; `parse` reads text whose reasoning is already removed."""
+    """How one family writes tool calls in a reply; `parse` reads text whose reasoning is already removed.
+    `markers`: the tokens that mark a call, which a reply's text must keep when it is decoded (ChatFormat.decode)."""
+
+    markers: tuple[str, ...] = ()
 
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
         raise NotImplementedError
@@ -125,6 +128,8 @@ class Syntax:
 class Hermes(Syntax):
     """`<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>`, one block per call, as Qwen's templates
     render an assistant turn's `tool_calls`."""
+
+    markers = ("<tool_call>", "</tool_call>")
 
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
         return _HERMES_BLOCK.sub("", text).strip(), parse_tool_calls(text)
@@ -143,21 +148,26 @@ _LLAMA_CALL = re.compile(r'^\{\s*"name"\s*:')
 
 class Llama3(Syntax):
     """Llama 3.1 / 3.2: the whole reply is one JSON object `{"name": ..., "parameters": {...}}` (TRL's
-    `llama3_schema` anchors the same way; the template renders one call per turn and drops content beside it)."""
+    `llama3_schema` anchors the same way; the template renders one call per turn and drops content beside it).
+    After text, a call counts only behind `<|python_tag|>`: the marker says where it starts."""
+
+    markers = ("<|python_tag|>",)
 
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
-        body = text.strip().removeprefix("<|python_tag|>").lstrip()
+        content, tag, after = text.partition("<|python_tag|>")
+        body = after.lstrip() if tag else text.strip()
         if not _LLAMA_CALL.match(body):
             return text.strip(), ParsedToolCalls([], [])
+        content = content.strip() if tag else ""
         got = _decoded(body)
         if isinstance(got, str):
-            return "", ParsedToolCalls([], [got])
+            return content, ParsedToolCalls([], [got])
         call = read_call(got[0], "parameters")
         if isinstance(call, str):
-            return "", ParsedToolCalls([], [call])
+            return content, ParsedToolCalls([], [call])
         rest = body[got[1]:].strip()
         errors = [f"one tool call per turn: the text after the first call was not read ({rest[:40]!r})"] if rest else []
-        return "", ParsedToolCalls([call], errors)
+        return content, ParsedToolCalls([call], errors)
 
     def write(self, content: str, calls: list[Any]) -> str:
         if not calls:
@@ -170,9 +180,10 @@ class Llama3(Syntax):
 
 class Granite(Syntax):
     """Granite 3.3: `<|tool_call|>` then a JSON list of `{"name": ..., "arguments": ...}`. The marker is a special
-    token, so a decoded reply may have lost it: a reply that starts with `[{` is read as calls too (as vLLM's
-    granite parser does), and granite-common's `<tool_call>[...]` form is accepted."""
+    token, which ChatFormat.decode keeps; text decoded elsewhere may have lost it, so a reply that starts with `[{`
+    is read as calls too (as vLLM's granite parser does), and granite-common's `<tool_call>[...]` form is accepted."""
 
+    markers = ("<|tool_call|>",)
     MARKERS = ("<|tool_call|>", "<tool_call>")
 
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
@@ -344,6 +355,8 @@ class ChatFormat(ReplyFormat):
         if not ids:
             raise ConfigError(f"the chat template of {name} ends an assistant turn with no token")
         self.end_of_turn = int(ids[0])  # the token a reply stops on (Qwen: <|im_end|>, Llama 3: <|eot_id|>)
+        self._marker_ids = {int(i[0]): m for m in self.syntax.markers
+                            if len(i := tokenizer(m, add_special_tokens=False)["input_ids"]) == 1}
         end = tokenizer.decode(ids[:1])
         # what the template writes after that token (ChatML: a newline); appended with what follows
         self._closing = suffix[len(end):] if suffix.startswith(end) else ""
@@ -400,6 +413,18 @@ class ChatFormat(ReplyFormat):
     def render(self, messages: list[Message], tools: list[Tool] | None = None) -> list[int]:
         """The exact prompt ids: `messages` with `tools`, ending in the assistant header."""
         return list(self._apply(messages, tools, True, tokenize=True)["input_ids"])
+
+    def decode(self, ids: list[int]) -> str:
+        """A reply's text from its ids: special tokens dropped, except the syntax's call markers (Granite's
+        `<|tool_call|>` is a special token: decoded away, a call after text was read as content)."""
+        cut = [j for j, t in enumerate(ids) if t in self._marker_ids]
+        if not cut:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
+        parts, start = [], 0
+        for j in cut:
+            parts += [self.tokenizer.decode(ids[start:j], skip_special_tokens=True), self._marker_ids[ids[j]]]
+            start = j + 1
+        return "".join(parts) + self.tokenizer.decode(ids[start:], skip_special_tokens=True)
 
     # continuing a token-level episode
     def _tail(self, messages: list[Message]) -> str:

@@ -235,7 +235,7 @@ class HFBackend(TokenBackend):
             end = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), None)
             completion = row[:end] if end else row
             out.append(Generation(
-                text=self.tokenizer.decode(completion, skip_special_tokens=True),
+                text=self.chat_format.decode(completion),
                 prompt_ids=prompt,
                 completion_ids=completion,
                 logprobs=row_logp[: len(completion)],

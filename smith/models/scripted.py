@@ -51,7 +51,7 @@ class ScriptedBackend(TokenBackend):
             finish = "stop"
             if len(ids) > params.max_new_tokens:
                 ids, finish = ids[: params.max_new_tokens], "length"
-            out.append(Generation(text=self.tokenizer.decode(ids, skip_special_tokens=True), prompt_ids=list(p),
+            out.append(Generation(text=fmt.decode(ids), prompt_ids=list(p),
                                   completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish,
                                   prompt_tokens=len(p), completion_tokens=len(ids)))
         return out

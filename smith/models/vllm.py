@@ -137,7 +137,7 @@ class VLLMBackend(TokenBackend):
             ids = [int(t) for t in o.token_ids]
             logprobs = [float(step[t].logprob) for step, t in zip(o.logprobs or [], ids, strict=False)]
             out.append(Generation(
-                text=o.text,
+                text=self.chat_format.decode(ids),  # the family's call markers kept (vLLM's own text drops them)
                 prompt_ids=[int(t) for t in prompt],
                 completion_ids=ids,
                 logprobs=logprobs,

@@ -199,7 +199,7 @@ class ServedAdapter(TokenBackend):
         for choice in sorted(r.json()["choices"], key=lambda c: c["index"]):
             p, ids = prompts[choice["index"]], [int(t) for t in choice["token_ids"]]
             lps = choice["logprobs"]["token_logprobs"] if choice.get("logprobs") else [None] * len(ids)
-            out.append(Generation(text=choice["text"], prompt_ids=p, completion_ids=ids,
+            out.append(Generation(text=self.chat_format.decode(ids), prompt_ids=p, completion_ids=ids,
                                   logprobs=[float("nan") if x is None else float(x) for x in lps],
                                   finish_reason="length" if choice["finish_reason"] == "length" else "stop",
                                   prompt_tokens=len(p), completion_tokens=len(ids)))
@@ -234,7 +234,7 @@ class TRLVLLMPolicy(TokenBackend):
         for p, ids, lps in zip(prompts, completions, logprobs, strict=True):
             ids, lps = list(ids)[: params.max_new_tokens], [row[0] for row in lps][: params.max_new_tokens]
             finished = bool(ids) and ids[-1] in self.eos_ids
-            result.append(Generation(text=self.tokenizer.decode(ids, skip_special_tokens=True), prompt_ids=p,
+            result.append(Generation(text=self.chat_format.decode(ids), prompt_ids=p,
                                      completion_ids=ids, logprobs=[float("nan") if x is None else x for x in lps],
                                      finish_reason="stop" if finished else "length", prompt_tokens=len(p),
                                      completion_tokens=len(ids)))
