@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from smith.rewards import efficiency
 from smith.rewards.format import format_reward
 from smith.rewards.judge import JUDGE_NEUTRAL, JudgeScores, judge_prompt, judge_reward, parse_judge_reply
-from smith.rewards.tool import tool_execution_reward
+from smith.rewards.tool import answer_uses, tool_execution_reward
 from smith.rewards.use import correctness_reward
 from smith.toolspec import ParseResult, Reason, ToolSpec
 
@@ -76,23 +76,30 @@ def test_correctness_reward_hand_values(turns, reward):
     assert correctness_reward(False, turns) == 0.0
 
 
-@pytest.mark.parametrize(("ran", "failed", "answered", "reward"), [
-    (1, 0, True, 0.2), (3, 0, True, 0.2), (0, 0, True, 0.0), (1, 1, True, 0.1 / 1.5), (0, 2, True, -0.4 / 1.5),
-    (0, 0, False, -0.5 / 1.5), (2, 1, False, -0.4 / 1.5),
+@pytest.mark.parametrize(("used", "failed", "answered", "reward"), [
+    (True, 0, True, 0.2), (False, 0, True, 0.0), (True, 1, True, 0.1 / 1.5), (False, 2, True, -0.4 / 1.5),
+    (False, 0, False, -0.5 / 1.5), (True, 1, False, -0.4 / 1.5),
 ])
-def test_tool_execution_reward_hand_values(ran, failed, answered, reward):
-    assert tool_execution_reward(ran, failed, answered) == pytest.approx(reward)
+def test_tool_execution_reward_hand_values(used, failed, answered, reward):
+    assert tool_execution_reward(used, failed, answered) == pytest.approx(reward)
 
 
-def test_the_tool_axis_ranks_a_call_above_a_guess_and_repeats_earn_nothing():
+def test_the_tool_axis_ranks_a_call_above_a_guess():
     """On the use axis alone a correct guess in one turn (1.76) beats calling the tool and then answering (1.52);
-    the tool axis, normalised in its group like every axis, ranks the other way, and more calls earn no more."""
+    the tool axis, normalised in its group like every axis, ranks the other way."""
     assert correctness_reward(True, 1) > correctness_reward(True, 2)
-    assert tool_execution_reward(1, 0, True) > tool_execution_reward(0, 0, True)
-    assert tool_execution_reward(4, 0, True) == tool_execution_reward(1, 0, True)
-    assert tool_execution_reward(4, 0, False) < tool_execution_reward(0, 0, True)
+    assert tool_execution_reward(True, 0, True) > tool_execution_reward(False, 0, True)
+    assert tool_execution_reward(True, 0, False) < tool_execution_reward(False, 0, True)
     with pytest.raises(ValueError):
-        tool_execution_reward(-1, 0, True)
+        tool_execution_reward(True, -1, True)
+
+
+@pytest.mark.parametrize(("answer", "output", "uses"), [
+    ("12", "12", True), ("The LCM is 12.", "12", True), ("a b c", "ABC", True), ("12", "", False),
+    (None, "12", False), ("3, 5", "[3, 5]", False), ("12", "24", False),
+])
+def test_an_answer_uses_a_calls_output_when_it_carries_it(answer, output, uses):
+    assert answer_uses(answer, output) is uses
 
 
 def test_correctness_reward_rejects_bad_turns():

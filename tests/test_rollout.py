@@ -207,6 +207,48 @@ def test_use_episode_wrong_call_then_right_call(tok, sandbox, bank):
     assert sum(s.mask) == len(s.mask) - sum(b - a for a, b in segments)
 
 
+def test_the_tool_axis_pays_only_for_the_matching_tools_output_in_the_answer(tok, sandbox, bank):
+    """Issue 44, item 8. With the recipe's weights: calling every menu tool and answering from a distractor earns
+    less than calling the matching tool and answering right, and no more than calling nothing and answering wrong
+    (the tool axis used to pay 0.3 for any call that ran)."""
+    from smith.entry import compose
+
+    item = bank[("spell_backward", "hard")][0]
+    pool = ToolPool()
+    pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
+    pool.admit(PoolEntry("lcm", ToolSpec(LCM, LCM_SCHEMA, "lcm_tool"), 1.0))
+
+    def script(plan: str):
+        def reply(ctx: str) -> str:
+            names = [t["function"]["name"] for t in map(json.loads, ctx.split("<tools>\n")[1].split("\n</tools>")[0]
+                                                                   .splitlines())]
+            right = next(n for n in names if n.startswith("spell_backward"))
+            if plan == "nothing":
+                return "I do not know."
+            if "<tool_response>" not in ctx:
+                called = [n for n in names if n != right] + [right] if plan == "every" else [right]
+                return "\n".join("<tool_call>\n" + json.dumps({"name": n, "arguments": {"question": item.question}})
+                                 + "\n</tool_call>" for n in called)
+            outputs = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", ctx, re.S)
+            return outputs[0]  # "every": the first call's output, a distractor's; "matching": the only one
+
+        return reply
+
+    weights = compose("config", ["recipe=tiny"]).rewards.weights
+    totals, traces = {}, {}
+    for plan in ("every", "matching", "nothing"):
+        ro = make(ScriptedBackend(tok, script(plan)), sandbox, pool, max_turns=5)
+        try:
+            (s,) = ro.run([], [UseTask("spell_backward", [], item)], random.Random(1))
+        finally:
+            ro.close()
+        totals[plan] = sum(weights[a] * v for a, v in s.rewards.items() if not math.isnan(v))
+        traces[plan] = s.trace
+    assert len(traces["every"]["calls"]) == 2 and all(c["status"] == "ok" for c in traces["every"]["calls"])
+    assert not traces["every"]["correct"] and traces["matching"]["correct"], traces
+    assert totals["every"] < totals["matching"] and totals["every"] <= totals["nothing"], totals
+
+
 def marked_reverse(question: str) -> str:
     """REVERSE, but on `question` it marks its process and sleeps, so its fork server can be killed mid-call."""
     head = "def spell_backward(question: str) -> str:\n"
@@ -216,7 +258,9 @@ def marked_reverse(question: str) -> str:
 
 def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_path):
     """Fork servers killed mid-call (real SIGKILLs), twice per call: the build's question leaves r_eval instead of
-    scoring 0, the use episode's model is told the sandbox failed, and the step's metrics count both."""
+    scoring 0, the use episode's model is told the sandbox failed and the episode carries no signal (every axis
+    NaN, issue 44 item 1: its tool axis used to lose the credit a peer's call earned), and the step's metrics
+    count both."""
     task = build_task(bank)
     with fork_server_killer(times=2):
         ro = make(ScriptedBackend(tok, lambda ctx: response(marked_reverse(task.heldout[1].question), SCHEMA)),
@@ -245,7 +289,7 @@ def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_pa
             ro.close()
     assert len(killed) == 2 and [c["status"] for c in use.trace["calls"]] == ["fault"]
     assert use.trace["sandbox_faults"] == 1
-    assert use.rewards["tool"] == 0.0  # the faulted call counts neither way; a (wrong) answer was given
+    assert all(math.isnan(v) for v in use.rewards.values()), use.rewards  # the machine's failure: no signal
     assert "error: the sandbox failed while running the tool, not the tool:" in tok.decode(use.completion_ids)
     cfg = OmegaConf.create({"model": {"name_or_path": "tiny"}, "seed": 0,
                             "evaluator": {"sync_every": 5, "kind": "direct"}, "judge": {"kind": "none"}})

@@ -29,7 +29,7 @@ from smith.rewards import AXES
 from smith.rewards.evaluation import evaluate_direct, evaluate_many
 from smith.rewards.format import format_reward
 from smith.rewards.judge import judge_prompt, judge_reward, parse_judge_reply
-from smith.rewards.tool import tool_execution_reward
+from smith.rewards.tool import answer_uses, tool_execution_reward
 from smith.rewards.use import correctness_reward
 from smith.rollout.prompts import build_messages, inner_use_messages, use_messages
 from smith.tasks import Catalog, load_catalog, score
@@ -359,12 +359,21 @@ class Rollout:
             s.extend(fmt.follow_up(inner_use_messages(name, t.item.question), e.tools), None, trained=False)
 
     def _score_use(self, s: Sample, e: Episode) -> None:
+        """The use and tool axes of a finished use episode (docs/tasks.md, "Reward axes"). A call the sandbox
+        faulted on twice (execute_tool_calls retries once) is the machine's failure: every axis of the episode is
+        NaN, no signal, and it is counted in `sandbox_faults/use`."""
         t = e.key
         answer = e.answer
-        correct = answer is not None and score(self.catalog.get(t.category), answer, t.item) >= 1.0
-        s.rewards["use"] = correctness_reward(correct, e.turns, self.s.max_turns, self.s.eta_mid, self.s.eta_min)
         ok = sum(c.get("status") == "ok" for c in e.calls)
         faults = sum(c.get("status") == FAULT for c in e.calls)
-        s.rewards["tool"] = tool_execution_reward(ok, len(e.calls) - ok - faults, answer is not None)
+        used = any(c.get("status") == "ok" and c.get("category") == t.category and answer_uses(answer, c["output"])
+                   for c in e.calls)
+        correct = answer is not None and score(self.catalog.get(t.category), answer, t.item) >= 1.0
         s.trace.update({"answer": answer, "correct": correct, "turns": e.turns, "calls": e.calls,
-                        "tool_call_ok": ok, "tool_calls": len(e.calls), "sandbox_faults": faults})
+                        "tool_call_ok": ok, "tool_calls": len(e.calls), "sandbox_faults": faults,
+                        "answer_uses_tool": used})
+        if faults:
+            s.rewards = dict.fromkeys(AXES, NAN)
+            return
+        s.rewards["use"] = correctness_reward(correct, e.turns, self.s.max_turns, self.s.eta_mid, self.s.eta_min)
+        s.rewards["tool"] = tool_execution_reward(used, len(e.calls) - ok, answer is not None)
