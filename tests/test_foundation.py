@@ -168,3 +168,18 @@ def test_readme_test_command_is_what_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert test_cmd in ci  # CI runs exactly the README's test command (then the scale-out tests)
     assert "set -euo pipefail" in ci  # and fails when it fails
+
+
+def test_ci_names_a_stage_skipped_for_time_and_the_tests_that_did_not_run():
+    """.ci/run's time guard (`fits`), run with CI's clock set late: a stage that would not fit is skipped, and the
+    log says why and lists its tests; one that fits runs."""
+    script = (ROOT / ".ci" / "run").read_text()
+    functions = script[script.index("took() {"):script.index('timed "setup')]
+    listing = "printf 'tests/test_a.py::one\\ntests/test_b.py::two\\n'"
+    bash = (f"LIMIT=90\nskipped=()\n{functions}\nSECONDS=$((80 * 60))\n"
+            f"fits 'the learning stage' 8 {listing} || echo \"skipped: ${{skipped[*]}}\"\n"
+            f"SECONDS=$((10 * 60))\nfits 'the scale-out stage' 15 {listing} && echo 'fits: the scale-out stage'\n")
+    out = subprocess.run(["bash", "-c", bash], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["ci: SKIPPED the learning stage: 80 of CI's 90 minutes are spent and it needs about 8 more; "
+                   "these tests did not run:", "ci:   tests/test_a.py::one", "ci:   tests/test_b.py::two",
+                   "skipped: the learning stage", "fits: the scale-out stage"]
