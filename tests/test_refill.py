@@ -18,8 +18,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from smith.config import typed
 from smith.entry import compose
 from smith.errors import ConfigError
-from smith.pool import ToolPool
-from smith.rollout.episodes import Sample
+from smith.pool import PoolEntry, ToolPool
+from smith.rollout.episodes import Rollout, Sample
+from smith.toolspec import ToolSpec
 from smith.train.args import grpo_args, per_device_batch
 from smith.train.data import prompt_rows
 from smith.train.session import Session, SmithCallback
@@ -56,6 +57,10 @@ class ScriptedRollout:
             out.append(s)
         return out
 
+    def withdraw(self, kept: set[int]) -> set[int]:
+        """The scripted samples stage no tool."""
+        return set()
+
     def settle_admissions(self, verdicts: dict) -> None:
         """The scripted samples stage no tool."""
 
@@ -64,9 +69,42 @@ class ScriptedRollout:
         return {}
 
 
+class StagingRollout(ScriptedRollout):
+    """Also writes one tool per build key and stages it under the session, as the trainer's rollout does; staged
+    candidates are withdrawn and settled by the real rollout's code."""
+
+    withdraw = Rollout.withdraw
+    settle_admissions = Rollout.settle_admissions
+
+    def __init__(self, tok, ties: Callable[[str], bool], session: Session) -> None:
+        super().__init__(tok, ties)
+        self.session, self._pending = session, []
+
+    def run(self, build: list[str], use: list[str], rng, step: int) -> list[Sample]:
+        out = super().run(build, use, rng, step)
+        for key, s in zip(build, out, strict=False):  # the build samples come first
+            name = "tool_" + key.replace(":", "_")
+            code = f"def {name}(question: str) -> str:\n    return question\n"
+            schema = {"name": name, "description": "echo", "parameters": {
+                "type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}}
+            entry = PoolEntry(self.category_of(key), ToolSpec(code, schema, name), 1.0)
+            s.trace.update(key=key, admitted=None)
+            self.session.stage(entry)
+            self._pending.append((s.trace, entry))
+        return out
+
+    category_of = staticmethod(lambda key: Keys().category_of(key))
+
+
 class Keys:
+    """Task keys as tasks; the dataset's keys alternate two categories by ordinal, a refill key names its own."""
+
     def task(self, key: str) -> str:
         return key
+
+    def category_of(self, key: str) -> str:
+        _, ordinal, *named = key.split(":")
+        return named[0] if named else ("lcm", "gcd")[int(ordinal) % 2]
 
 
 class Batches(SmithTrainer):
@@ -81,14 +119,15 @@ class Batches(SmithTrainer):
         return out
 
 
-def run(tiny_model_dir: Path, tmp_path: Path, ties: Callable[[str], bool], *overrides: str, steps: int = 1):
+def run(tiny_model_dir: Path, tmp_path: Path, ties: Callable[[str], bool], *overrides: str, steps: int = 1,
+        staging: bool = False):
     cfg = compose("config", ["recipe=tiny-random", f"dapo.num_generations={G}", f"dapo.prompts_per_step={PROMPTS}",
                              f"max_steps={steps}", "save_every=100", "judge.kind=none", *overrides], ("recipe",))
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
-    rollout = ScriptedRollout(tok, ties)
     session = Session(cfg, run_dir, ToolPool())
+    rollout = StagingRollout(tok, ties, session) if staging else ScriptedRollout(tok, ties)
     trainer = Batches(model=AutoModelForCausalLM.from_pretrained(tiny_model_dir), reward_funcs=AXIS_REWARDS,
                       args=grpo_args(cfg, run_dir, on_gpu=False, num_processes=1), processing_class=tok,
                       train_dataset=Dataset.from_list(prompt_rows(PROMPTS * steps)), session=session, tasks=Keys(),
@@ -98,6 +137,27 @@ def run(tiny_model_dir: Path, tmp_path: Path, ties: Callable[[str], bool], *over
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     episodes = [json.loads(x) for x in (run_dir / "rollouts.jsonl").read_text().splitlines()]
     return trainer.seen, rows, episodes, rollout.ran
+
+
+def test_refill_keeps_stratification_logs_every_episode_and_admits_only_what_is_trained(tiny_model_dir, tmp_path):
+    """Issue 44, item 4: a replacement group has the category of the group it replaces; the groups a refill
+    generated and did not train on (and the tied ones it replaced) are logged with `kept: false` and admit no
+    tool; the kept build groups' tools are admitted."""
+    _, _, episodes, ran = run(tiny_model_dir, tmp_path, tied, "dapo.dynamic_sampling=refill", staging=True)
+    keys = Keys()
+    kept = [e for e in episodes if e["kept"]]
+    original = ["build:0", "use:0", "build:1", "use:1"]
+    assert [keys.category_of(e["key"]) for e in kept[::G]] == [keys.category_of(k) for k in original]
+    assert all(not tied(e["key"]) for e in kept)
+    dropped = Counter(e["key"] for e in episodes if not e["kept"])
+    assert sum(dropped.values()) + len(kept) == sum(ran.values())  # every generated episode is logged once
+    assert set(original) <= set(dropped) and all(n == G for n in dropped.values())
+    pool = {e["function_name"] for e in json.loads((tmp_path / "run" / "tool_pool.json").read_text())["entries"]}
+    trained_builds = {e["key"] for e in kept if e["kind"] == "build"}
+    admitted = {e["trace"]["key"] for e in episodes if e["kind"] == "build" and e["trace"].get("admitted")}
+    assert admitted and admitted <= trained_builds, (admitted, trained_builds)
+    assert not any(e["trace"].get("admitted") for e in episodes if not e["kept"])
+    assert pool == {"tool_" + k.replace(":", "_") for k in admitted}
 
 
 def test_refill_replaces_every_tied_group_with_one_of_its_kind(tiny_model_dir, tmp_path):
@@ -111,7 +171,7 @@ def test_refill_replaces_every_tied_group_with_one_of_its_kind(tiny_model_dir, t
     # one round of 2 fresh groups per tied one (refill_oversample), each run G times; the first of each kind kept
     fresh = [k for k in ran if not tied(k)]
     assert len(fresh) == PROMPTS * 2 and all(ran[k] == G for k in fresh)
-    trained = [e["key"] for e in episodes]
+    trained = [e["key"] for e in episodes if e["kept"]]
     assert [k.split(":")[0] for k in trained] == ["build"] * G + ["use"] * G + ["build"] * G + ["use"] * G
     assert all(not tied(k) for k in trained)  # rollouts.jsonl logs the keys trained on
     assert batch["is_build"].tolist() == [k.startswith("build:") for k in trained]
@@ -143,7 +203,7 @@ def test_refill_rounds_are_bounded_and_what_stays_tied_is_dropped(tiny_model_dir
     assert (row["dynamic_sampling/groups_generated"], row["dynamic_sampling/extra_rounds"],
             row["dynamic_sampling/groups_kept"]) == (4.0 + 12 + 6, 2.0, 2.0)
     assert sum(1 for k in ran if not tied(k)) == 18
-    kinds = [(e["key"].split(":")[0], tied(e["key"])) for e in episodes]
+    kinds = [(e["key"].split(":")[0], tied(e["key"])) for e in episodes if e["kept"]]
     assert kinds == [("build", False)] * G + [("use", True)] * G + [("build", False)] * G + [("use", True)] * G
     keep = seen[0]["tool_mask"].view(-1, G, seen[0]["tool_mask"].shape[1]).bool().all(-1).all(-1)
     assert keep.tolist() == [True, False, True, False]
@@ -156,6 +216,7 @@ def test_refill_draws_the_same_fresh_keys_again_for_the_same_step(tiny_model_dir
     first = run(tiny_model_dir, tmp_path / "a", tied, "dapo.dynamic_sampling=refill")[2]
     again = run(tiny_model_dir, tmp_path / "b", tied, "dapo.dynamic_sampling=refill")[2]
     assert [e["key"] for e in first] == [e["key"] for e in again]
+    assert [e["key"] for e in first if not e["kept"]]  # the groups generated and not trained on are logged too
 
 
 def test_refill_refuses_a_batch_whose_processes_split_groups():

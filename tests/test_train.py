@@ -223,7 +223,9 @@ def test_two_cpu_ranks_refill_in_step(tiny_model_dir, tmp_path):
     logs = [[json.loads(x) for x in (run / name).read_text().splitlines()]
             for name in ("rollouts.jsonl", "rollouts.rank1.jsonl")]
     assert [(e["step"], e["kind"]) for e in logs[0]] == [(1, "build")] * 2 + [(2, "build")] * 2
-    assert [e["kind"] for e in logs[1]] == ["use"] * 4
+    assert [e["kind"] for e in logs[1] if e["kept"]] == ["use"] * 4
+    # rank 1's step-2 refills: 3 rounds x 2 fresh groups x G, all still tied, logged and not trained on
+    assert [(e["step"], e["kind"]) for e in logs[1] if not e["kept"]] == [(2, "use")] * 12
 
 
 def test_groups_split_across_four_ranks(tiny_model_dir, tmp_path):

@@ -247,6 +247,16 @@ class Rollout:
         graded = dict(zip(first, results, strict=True))
         return [graded[k] if first[k] == i else copy.deepcopy(graded[k]) for i, k in enumerate(keys)]
 
+    def withdraw(self, kept: set[int]) -> set[int]:
+        """Staged candidates of episodes the update does not see (groups a refill replaced or did not use, `kept`
+        holding the ids of the traces it does see) leave: their traces say `admitted: False`. Returns their
+        entries' ids, for the session to drop before admissions are shared."""
+        gone, self._pending = [p for p in self._pending if id(p[0]) not in kept], \
+            [p for p in self._pending if id(p[0]) in kept]
+        for trace, _ in gone:
+            trace["admitted"] = False
+        return {id(entry) for _, entry in gone}
+
     def settle_admissions(self, verdicts: dict[int, bool]) -> None:
         """Each staged candidate's trace learns whether the pool took it (`Session.share_admissions`)."""
         pending, self._pending = self._pending, []

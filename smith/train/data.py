@@ -55,10 +55,16 @@ class TaskSource:
         random.Random(f"{self.seed}:{kind}:{block}").shuffle(order)
         return order[position]
 
+    def category_of(self, key: str) -> str:
+        """The category of a task key: `kind:N` draws it in the stratified order (`category`); `kind:N:category`
+        names it (a refill group keeps the category of the group it replaces, so the batch stays stratified)."""
+        kind, ordinal, *named = key.split(":")
+        return named[0] if named else self.category(kind, int(ordinal))
+
     def task(self, key: str) -> BuildTask | UseTask:
-        kind, _, ordinal = key.partition(":")
+        kind = key.split(":")[0]
         rng = random.Random(f"{self.seed}:{key}")
-        category = self.category(kind, int(ordinal))
+        category = self.category_of(key)
         examples = rng.sample(self.bank(category, self.band_examples), self.n_examples)
         hard = self.bank(category, self.band_heldout)
         if kind == "build":
@@ -66,7 +72,7 @@ class TaskSource:
         if kind == "use":
             picked = rng.sample(hard, self.k_heldout + 1)
             return UseTask(category, examples, picked[0], picked[1:], key=f"{self.seed}:{key}")
-        raise ValueError(f"bad task key '{key}' (want build:N or use:N)")
+        raise ValueError(f"bad task key '{key}' (want build:N or use:N, optionally :CATEGORY)")
 
 
 def prompt_rows(n_prompts: int, build_fraction: float = 0.5) -> list[dict[str, str]]:

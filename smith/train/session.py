@@ -16,6 +16,7 @@ import sys
 import time
 import zipfile
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +78,13 @@ class Session:
         """Hold a candidate until every rank's are shared: admitted or not is decided then (None: not yet)."""
         self.staged.append(entry)
 
-    def share_admissions(self, trainer: Any) -> dict[int, bool]:
-        """Every rank admits every rank's candidates in the same order, so pools stay identical. Returns, for this
-        rank's own candidates (by `id`), whether the pool took them."""
+    def share_admissions(self, trainer: Any, withdrawn: set[int] = frozenset()) -> dict[int, bool]:
+        """Every rank admits every rank's candidates in the same order, so pools stay identical; `withdrawn` (ids)
+        are this rank's candidates from episodes the update does not see, which admit nothing. Returns, for this
+        rank's own remaining candidates (by `id`), whether the pool took them."""
         from accelerate.utils import gather_object
 
-        staged, self.staged = self.staged, []
+        staged, self.staged = [e for e in self.staged if id(e) not in withdrawn], []
         everyone = gather_object([staged]) if trainer.accelerator.num_processes > 1 else [staged]
         everyone[trainer.accelerator.process_index] = staged  # the same entries, as this rank's samples hold them
         verdicts = {id(e): self.pool.admit(e) for entries in everyone for e in entries}
@@ -99,10 +101,12 @@ class Session:
 
     # -- logging ---------------------------------------------------------------------------------------
     def record(self, samples: list[Sample], rank: int = 0, step: int = 0, keys: list[str] | None = None,
-               timing: dict[str, float] | None = None, counts: dict[str, float] | None = None) -> None:
-        """Per-step metrics beyond TRL's own: format failures, sandbox faults, pool sizes, use outcomes, `timing`
-        (seconds by phase), `counts` (logged under their own names: the refill's); and this rank's episodes,
-        appended to its own log (ranks never share a file)."""
+               timing: dict[str, float] | None = None, counts: dict[str, float] | None = None,
+               discarded: Sequence[tuple[str, Sample]] = ()) -> None:
+        """Per-step metrics beyond TRL's own, over the episodes the update sees: format failures, sandbox faults,
+        pool sizes, use outcomes, `timing` (seconds by phase), `counts` (logged under their own names: the
+        refill's); and every episode of this rank, appended to its own log (ranks never share a file) with `kept`:
+        false for the `discarded` (key, sample) pairs, groups a refill generated and did not train on."""
         m: dict[str, float] = {}
         builds = [s for s in samples if "parse" in s.trace]
         for reason, n in format_reasons(samples).items():
@@ -134,10 +138,12 @@ class Session:
             m[f"time/{k}"] = v
         m.update(counts or {})
         self.step_metrics = m
+        rows = [(key, s, True) for s, key in zip(samples, keys or [None] * len(samples), strict=True)]
+        rows += [(key, s, False) for key, s in discarded]
         with (self.run_dir / ("rollouts.jsonl" if rank == 0 else f"rollouts.rank{rank}.jsonl")).open("a") as f:
-            for s, key in zip(samples, keys or [None] * len(samples), strict=True):
+            for key, s, kept in rows:
                 # `key` (build:N / use:N) names the GRPO group: its G samples share it, on whichever rank
-                f.write(json.dumps({"step": step, "key": key, "kind": s.kind, "category": s.category,
+                f.write(json.dumps({"step": step, "key": key, "kind": s.kind, "category": s.category, "kept": kept,
                                     "rewards": _clean(s.rewards), "truncated": s.truncated, "trace": s.trace},
                                    default=str) + "\n")
 

@@ -104,14 +104,18 @@ class SmithTrainer(GRPOTrainer):
             timing["sync"] += self.engine.take_seconds()
         keys = list(prompts)
         ordered = self._episodes(keys, step, "", timing)
+        discarded: list[tuple[str, Sample]] = []
         if self.args.dynamic_sampling == "refill":
-            counts = self._refill(keys, ordered, step, timing)
+            counts = self._refill(keys, ordered, step, timing, discarded)
         else:
             counts = {"dynamic_sampling/groups_generated": float(len(keys) * self.accelerator.num_processes
                                                                  // self.num_generations),  # groups may span ranks
                       "dynamic_sampling/extra_rounds": 0.0}
+        # only the episodes the update sees admit tools; once per step on every rank (a collective)
+        withdrawn = self.rollout.withdraw({id(s.trace) for s in ordered})
+        self.rollout.settle_admissions(sess.share_admissions(self, withdrawn))
         counts.update(self.rollout.take_meters())  # tokens/<role>/<engine>, time/<role>
-        sess.record(ordered, self.accelerator.process_index, step + 1, keys, timing, counts)
+        sess.record(ordered, self.accelerator.process_index, step + 1, keys, timing, counts, discarded)
         out: dict[str, Any] = {
             "prompt_ids": [s.prompt_ids for s in ordered],
             "completion_ids": [s.completion_ids for s in ordered],
@@ -124,8 +128,7 @@ class SmithTrainer(GRPOTrainer):
 
     def _episodes(self, keys: list[str], step: int, tag: str, timing: dict[str, float]) -> list[Sample]:
         """One generation round: the episodes of `keys` (each repeated G times), in their order; seconds added to
-        `timing`. Every rank calls it the same number of times, with keys or without (the pool admissions it
-        shares are a collective)."""
+        `timing`. Their tools are staged, not admitted: `_rollout` admits those of the groups the update sees."""
         sess = self.session
         samples: list[Sample] = []
         if keys:
@@ -141,7 +144,6 @@ class SmithTrainer(GRPOTrainer):
             grading = self.rollout.last_grading_wait
             timing["generation"] += time.perf_counter() - t0 - grading
             timing["grading"] += grading
-        self.rollout.settle_admissions(sess.share_admissions(self))
         by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
                    "use": iter([s for s in samples if s.kind == "use"])}
         return [next(by_kind[k.split(":")[0]]) for k in keys]  # back to TRL's order
@@ -156,15 +158,22 @@ class SmithTrainer(GRPOTrainer):
                             dynamic_sampling="drop")
         return adv.signal[::self.num_generations].tolist()
 
-    def _refill(self, keys: list[str], samples: list[Sample], step: int, timing: dict[str, float]) -> dict[str, float]:
+    def _refill(self, keys: list[str], samples: list[Sample], step: int, timing: dict[str, float],
+                discarded: list[tuple[str, Sample]]) -> dict[str, float]:
         """DAPO's dynamic sampling: each group of this process without signal is replaced, in place (`keys` and
-        `samples`), by a fresh group of the same kind that has it, so build:use stays as sampled. Each round draws
-        `refill_oversample` fresh keys per missing group (ordinals past the dataset's, fixed by step, round, rank
-        and position: a resumed run draws the same) and runs them; at most `refill_rounds` rounds, as many on
-        every rank (they agree on the missing count); groups still tied after the last are dropped as under
-        `drop`. Returns the counts logged for the step (groups generated over all ranks, extra rounds)."""
+        `samples`), by a fresh group of the same kind and category that has it, so build:use and the batch's
+        category stratification stay as sampled. Each round draws `refill_oversample` fresh keys per missing group
+        (`kind:N:category`, ordinals past the dataset's, fixed by step, round, rank and position: a resumed run
+        draws the same) and runs them; at most `refill_rounds` rounds, as many on every rank (they agree on the
+        missing count); groups still tied after the last are dropped as under `drop`. The groups replaced or not
+        used go to `discarded` (logged, never trained on, admitting nothing). Returns the counts logged for the
+        step (groups generated over all ranks, extra rounds)."""
         g, rank, world = self.num_generations, self.accelerator.process_index, self.accelerator.num_processes
         rounds, cap = self.args.refill_rounds, len(keys) // g * self.args.refill_oversample
+
+        def slot(key: str) -> tuple[str, str]:
+            return key.split(":")[0], self.tasks.category_of(key)
+
         tied = [j for j, ok in enumerate(self._signal(samples)) if not ok]
         generated, extra = len(keys) // g, 0
         for r in range(1, rounds + 1):
@@ -173,20 +182,23 @@ class SmithTrainer(GRPOTrainer):
                 break
             extra = r
             first = REFILL_ORDINAL + ((step * (rounds + 1) + r) * world + rank) * cap
-            kinds = [keys[j * g].split(":")[0] for j in tied for _ in range(self.args.refill_oversample)]
-            fresh = [f"{kind}:{first + i}" for i, kind in enumerate(kinds)]
+            slots = [slot(keys[j * g]) for j in tied for _ in range(self.args.refill_oversample)]
+            fresh = [f"{kind}:{first + i}:{category}" for i, (kind, category) in enumerate(slots)]
             new = self._episodes([k for k in fresh for _ in range(g)], step, f":refill{r}", timing)
             generated += len(fresh)
             found = [i for i, ok in enumerate(self._signal(new)) if ok]
-            still = []
+            used, still = set(), []
             for j in tied:
-                i = next((i for i in found if kinds[i] == keys[j * g].split(":")[0]), None)
+                i = next((i for i in found if slots[i] == slot(keys[j * g])), None)
                 if i is None:
                     still.append(j)
                     continue
                 found.remove(i)
+                used.add(i)
+                discarded += [(keys[j * g], s) for s in samples[j * g:(j + 1) * g]]
                 keys[j * g:(j + 1) * g] = [fresh[i]] * g
                 samples[j * g:(j + 1) * g] = new[i * g:(i + 1) * g]
+            discarded += [(fresh[i], s) for i in range(len(fresh)) if i not in used for s in new[i * g:(i + 1) * g]]
             tied = still
         total = self.accelerator.gather(torch.tensor([generated], device=self.accelerator.device)).sum().item()
         return {"dynamic_sampling/groups_generated": float(total), "dynamic_sampling/extra_rounds": float(extra)}
