@@ -6,6 +6,7 @@ schemas and granite-common; unusable templates are refused in one line; the tiny
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -275,3 +276,26 @@ def test_the_scripted_backend_stops_on_the_families_end_of_turn(tok):
     GGUF conversion may set to another token)."""
     g = ScriptedBackend(tok, lambda ctx: "hi").chat([[{"role": "user", "content": "q"}]])[0]
     assert g.completion_ids[-1] == chat_format(tok).end_of_turn and g.text == "hi"
+
+
+def test_every_backend_stops_on_the_familys_end_of_turn(tok):
+    """Issue 44, item 7: a reply is finished on the token the template ends a turn with, even when the tokenizer's
+    eos is another token (as a GGUF conversion may set it); TRL's vLLM client path decided it from eos/pad."""
+    from types import SimpleNamespace
+
+    from smith.models.hf import eos_ids_of
+    from smith.train.vllm_policy import TRLVLLMPolicy
+
+    tok = copy.deepcopy(tok)
+    end = chat_format(tok).end_of_turn
+    tok.eos_token = next(t for t in tok.all_special_tokens if tok.convert_tokens_to_ids(t) != end)
+    assert tok.eos_token_id != end and end in eos_ids_of(None, tok)
+
+    class Client:
+        def generate(self, prompts, **_):
+            return {"completion_ids": [[5, end] for _ in prompts], "logprobs": [[[-1.0], [-1.0]] for _ in prompts]}
+
+    trainer = SimpleNamespace(vllm_generation=SimpleNamespace(vllm_client=Client()),
+                              accelerator=SimpleNamespace(is_main_process=True))
+    (g,) = TRLVLLMPolicy(trainer, tok).continue_ids([[1, 2]])
+    assert g.finish_reason == "stop"

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from smith.evals.lots import scoring, tgb
-from smith.evals.lots.serving import build_messages
+from smith.evals.lots.serving import ChatAgent, Served, build_messages
+from smith.models.base import Generation
 
 REG = tgb.make_registry(15)
 
@@ -71,3 +72,25 @@ def test_evidence_only_deletion_changes_one_line(scorer):
     b = scoring.loo_scores(scorer, full, evidence, "21.5")
     assert a["UnitConvert"] == pytest.approx(b["UnitConvert"], abs=1e-6)  # off-chain: same intervention
     assert a["SensorAPI"] != pytest.approx(b["SensorAPI"], abs=1e-7)
+
+
+class Thinking:
+    """A chat backend double whose replies reason about one tool, then name another."""
+
+    name = "thinking"
+
+    def __init__(self, reasoned: str, said: str) -> None:
+        self.reply = f"<think>\nPerhaps {reasoned} would do.\n</think>\n\n{said}"
+
+    def chat(self, conversations, tools=None, params=None):
+        return [Generation(self.reply, prompt_tokens=1) for _ in conversations]
+
+
+def test_serving_reads_replies_through_the_chat_format_layer():
+    """Issue 44, item 7: a tool named only in the reasoning is not routed, and an answer leaves its reasoning out."""
+    reasoned, said = REG.names[0], REG.names[1]
+    agent = ChatAgent(Thinking(reasoned, said))
+    req = tgb.make_request("table_total", 0)
+    assert agent.route([req], REG) == [([said], 1)]
+    ((answer, _),) = ChatAgent(Thinking(reasoned, "42")).answer([Served(req, REG.names[:2], {}, [])])
+    assert answer == "42"

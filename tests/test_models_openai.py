@@ -309,3 +309,18 @@ def test_check_endpoint_accepts_a_served_model_and_refuses_in_one_line():
             check_endpoint(url, "other", "model", model_label="model=openai:x#other")
         with pytest.raises(ConfigError, match=r"^judge endpoint .*/v2/models is not answering \(HTTP 404: .*; start"):
             check_endpoint(url.replace("/v1", "/v2"), "tiny", "judge")
+
+
+def test_the_server_returns_reasoning_apart_from_content():
+    """Issue 44, item 7: a reply without a call keeps its reasoning out of `content` (in `reasoning_content`, as
+    vLLM's reasoning parsers return it); with a call, the same."""
+    from smith.models.base import Generation
+    from smith.models.serve import completion_body
+
+    plain = completion_body(Generation("<think>\n2 + 2 is 4.\n</think>\n\nThe answer is 4."), "m")
+    message = plain["choices"][0]["message"]
+    assert (message["content"], message["reasoning_content"]) == ("The answer is 4.", "2 + 2 is 4.")
+    call = completion_body(Generation('<think>\nuse it\n</think>\n<tool_call>\n{"name": "f", "arguments": {}}\n'
+                                      "</tool_call>"), "m")["choices"][0]
+    assert call["message"]["reasoning_content"] == "use it" and call["finish_reason"] == "tool_calls"
+    assert call["message"]["tool_calls"][0]["function"]["name"] == "f"

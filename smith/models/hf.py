@@ -22,7 +22,9 @@ from typing import Any
 
 import torch
 
+from smith.errors import ConfigError
 from smith.models.base import Generation, SamplingParams, TokenBackend
+from smith.models.chat_format import chat_format
 
 
 class _Active:
@@ -33,8 +35,12 @@ ACTIVE: Any = _Active()
 
 
 def eos_ids_of(model: Any, tokenizer: Any) -> set[int]:
-    """The tokenizer's eos plus every eos id of the model's generation config (Qwen3: <|im_end|>, <|endoftext|>)."""
+    """The tokenizer's eos, every eos id of the model's generation config (Qwen3: <|im_end|>, <|endoftext|>) and
+    the token its chat format ends a turn with (a GGUF conversion may set eos to another token; a template that
+    cannot play episodes is refused where it renders, not here)."""
     ids: set[int] = set()
+    with contextlib.suppress(ConfigError, AttributeError):
+        ids.add(chat_format(tokenizer).end_of_turn)
     for source in (tokenizer.eos_token_id, getattr(getattr(model, "generation_config", None), "eos_token_id", None)):
         if isinstance(source, int):
             ids.add(source)

@@ -25,14 +25,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from smith.models.base import ChatBackend, Generation, SamplingParams
-from smith.models.chat_format import ENDPOINT, ReplyFormat, format_of
+from smith.models.chat_format import ENDPOINT, ReplyFormat, format_of, without_reasoning
 
 
 def completion_body(gen: Generation, model: str, tokenizer: Any = None, logprobs: bool = False,
                     fmt: ReplyFormat = ENDPOINT) -> dict[str, Any]:
-    """The OpenAI `chat.completion` object for one Generation, its tool calls read in `fmt` (the backend's)."""
+    """The OpenAI `chat.completion` object for one Generation, read in `fmt` (the backend's): its tool calls
+    structured, its reasoning in `reasoning_content` (as vLLM's reasoning parsers return it), never in `content`."""
     parsed = fmt.parse(gen.text)
-    message: dict[str, Any] = {"role": "assistant", "content": gen.text}
+    message: dict[str, Any] = {"role": "assistant", "content": without_reasoning(gen.text).strip()}
+    if parsed.reasoning:
+        message["reasoning_content"] = parsed.reasoning
     finish = gen.finish_reason
     if parsed.calls and not parsed.errors:
         message["content"] = parsed.content or None

@@ -215,7 +215,7 @@ class TRLVLLMPolicy(TokenBackend):
         self.vllm = trainer.vllm_generation
         self.tokenizer = tokenizer
         self.name = "trl-vllm"
-        self.eos_ids = {tokenizer.eos_token_id, tokenizer.pad_token_id}
+        self.eos_ids = eos_ids_of(None, tokenizer)  # a reply is finished on the family's end of turn
         if trainer.accelerator.is_main_process:
             self.client = self.vllm.vllm_client
         else:

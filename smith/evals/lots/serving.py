@@ -20,6 +20,7 @@ from tqdm import tqdm
 from smith.evals.common import EpisodeLog
 from smith.evals.lots import tgb
 from smith.models.base import ChatBackend, Message, SamplingParams
+from smith.models.chat_format import format_of
 
 SYSTEM = "Answer the request. The tools below were run for it; their outputs follow it. Reply with one number."
 ROUTER = ("Choose the tools needed to answer the request. Reply with the chosen tool names separated by commas, "
@@ -64,8 +65,10 @@ class ChatAgent:
         self.params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0)
 
     def answer(self, items: list[Served]) -> list[tuple[str, int]]:
+        """Each reply as its format reads it: what the model said, its reasoning left out."""
         gens = self.backend.chat([it.messages for it in items], None, self.params)
-        return [(g.text.strip(), g.prompt_tokens) for g in gens]
+        fmt = format_of(self.backend)
+        return [(fmt.parse(g.text).content, g.prompt_tokens) for g in gens]
 
     def route(self, reqs: list[tgb.Request], registry: tgb.Registry) -> list[tuple[list[str], int]]:
         """LLM as router (B.1): the serving model picks tools from their descriptions, once per request."""
@@ -73,7 +76,8 @@ class ChatAgent:
         convs = [[{"role": "system", "content": f"{ROUTER}\n\nTools:\n{docs}"},
                   {"role": "user", "content": f"Request: {r.question}"}] for r in reqs]
         gens = self.backend.chat(convs, None, SamplingParams(max_new_tokens=128, temperature=0.0))
-        return [(parse_route(g.text, registry), g.prompt_tokens) for g in gens]
+        fmt = format_of(self.backend)  # a tool named only in the reasoning is not routed
+        return [(parse_route(fmt.parse(g.text).content, registry), g.prompt_tokens) for g in gens]
 
 
 def parse_route(text: str, registry: tgb.Registry) -> list[str]:
