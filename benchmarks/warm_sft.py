@@ -36,6 +36,7 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")
 from datasets import Dataset  # noqa: E402
 from trl import SFTTrainer  # noqa: E402
 
+from smith.models.chat_format import chat_format  # noqa: E402
 from smith.train.args import sft_args  # noqa: E402
 from smith.train.warm import (  # noqa: E402
     LearntPositionsSFTTrainer,
@@ -50,7 +51,7 @@ from smith.train.warm import (  # noqa: E402
 
 
 def rows(tok, n: int, cache_dir: str) -> dict[str, list[dict[str, list[int]]]]:
-    return {"copy drills (batch 32)": drill_rows(copy_drills(n * 32, cache_dir=cache_dir), tok),
+    return {"copy drills (batch 32)": drill_rows(copy_drills(n * 32, chat_format(tok), cache_dir=cache_dir), tok),
             "demonstrations (batch 8)": demo_rows(demonstrations(n * 8, cache_dir=cache_dir)[0], tok)}
 
 

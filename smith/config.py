@@ -207,7 +207,7 @@ class GenerationConfig:
     backend: str = knob("hf", "hf (CPU / small GPU) | vllm | scripted (dry runs: text from generation.script)",
                         choices=("hf", "vllm", "scripted"))
     script: str | None = knob(None, "module:function for backend=scripted, e.g. "
-                                 "smith.train.dry_run:formatted_tools")
+                                 "smith.train.dry_run:family_tools")
     vllm_mode: str = knob("colocate", "colocate | server", choices=("colocate", "server"))
     vllm_server_url: str | None = knob(None, "vllm_mode=server: the server's address")
     vllm_server: str = knob("trl", "vllm_mode=server: trl (a `trl vllm-serve` server: TRL merges the policy and "

@@ -43,7 +43,7 @@ def needs(module: str, have: bool):
 # vLLM's CPU backend reserves a fraction of the machine's memory unless told a KV-cache size (GiB)
 ENV = {**os.environ, "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
        "VLLM_CPU_KVCACHE_SPACE": "1", "TORCH_EXTENSIONS_DIR": str(ROOT / ".cache" / "torch_extensions")}
-SCRIPTED = ["generation.backend=scripted", "generation.script=smith.train.dry_run:formatted_tools",
+SCRIPTED = ["generation.backend=scripted", "generation.script=smith.train.dry_run:family_tools",
             "tasks.categories=[spell_backward,lcm]", "dapo.max_completion_length=400"]
 
 

@@ -281,3 +281,21 @@ def test_length_groups_give_the_batch_loss_and_gradient(tok, demos, tmp_path):
     torch.testing.assert_close(grouped, whole, rtol=1e-5, atol=1e-6)
     for g, p in zip(grads, model.parameters(), strict=True):
         torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_the_copy_drills_render_as_the_shipped_model_learnt_them(warm_model_dir, rg_cache):
+    """The copy drills are rendered by the warm tokenizer's chat format (issue 44, item 7: they were hand-written
+    ChatML); the first 512 are pinned to the text the shipped model was trained on, so a change in the format
+    layer that would silently change the drills fails here (rebuild the model then)."""
+    import hashlib
+    import json
+
+    from transformers import AutoTokenizer
+
+    from smith.models.chat_format import chat_format
+    from smith.train.warm import copy_drills
+
+    drills = copy_drills(512, chat_format(AutoTokenizer.from_pretrained(warm_model_dir)), 0, cache_dir=str(rg_cache))
+    assert drills[0][0].startswith("<|im_start|>") and drills[0][1].endswith("<|im_end|>")
+    assert hashlib.sha256(json.dumps(drills).encode()).hexdigest() == (
+        "75d75db62fbc8736612c35daded6a66c8c5c0f8169f80040e8c498d4bb95b44f")

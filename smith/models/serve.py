@@ -33,8 +33,9 @@ def completion_body(gen: Generation, model: str, tokenizer: Any = None, logprobs
     """The OpenAI `chat.completion` object for one Generation, read in `fmt` (the backend's): its tool calls
     structured, its reasoning in `reasoning_content` (as vLLM's reasoning parsers return it), never in `content`."""
     parsed = fmt.parse(gen.text)
-    message: dict[str, Any] = {"role": "assistant", "content": without_reasoning(gen.text).strip()}
+    message: dict[str, Any] = {"role": "assistant", "content": gen.text}  # the text as generated, without reasoning
     if parsed.reasoning:
+        message["content"] = without_reasoning(gen.text).lstrip()
         message["reasoning_content"] = parsed.reasoning
     finish = gen.finish_reason
     if parsed.calls and not parsed.errors:

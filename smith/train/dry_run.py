@@ -1,7 +1,8 @@
-"""The policy's text for `recipe=dry-run` (`generation.script=smith.train.dry_run:formatted_tools`): a scripted
+"""The policy's text for `recipe=dry-run` (`generation.script=smith.train.dry_run:family_tools`): a scripted
 writer and user of two working tools, so a dry run admits tools and earns non-zero rewards on every axis it
-uses; everything after the text (sandbox, grading, pool, rewards, the TRL update) is real. `family_tools` is the
-same in any model family's chat format (the real-template runs of tests/test_chat_format.py)."""
+uses; everything after the text (sandbox, grading, pool, rewards, the TRL update) is real. It reads the rendered
+context and writes its calls through the model family's chat format, so it is the same in every family (the
+real-template runs of tests/test_family_recipes.py)."""
 
 from __future__ import annotations
 
@@ -29,32 +30,6 @@ def _response(code: str, name: str, description: str) -> str:
     return f"```python\n{code}```\n```json\n{json.dumps(schema)}\n```"
 
 
-def formatted_tools(ctx: str) -> str:
-    """Build prompts: every other reply malformed (so format varies within a group); use prompts: call the
-    tool whose name fits, then answer with its output."""
-    last_user = ctx.rsplit("<|im_start|>", 1)[0]
-    if "Reply with exactly one ```python block" in last_user and "<tools>" not in ctx:
-        if next(_flip) % 2:
-            return "Here is a tool:\n```python\ndef broken(:\n```"
-        for marker, (code, name, desc) in TOOLS.items():
-            if marker in ctx:
-                return _response(code, name, desc)
-        return _response("def solve(question: str) -> str:\n    return '0'\n", "solve", "Answers 0.")
-    responses = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", ctx, re.S)
-    if responses:
-        return f"Answer: {responses[-1]}"
-    listed = re.search(r"<tools>\n(.*?)\n</tools>", ctx, re.S)  # the system prompt also says "<tools></tools>"
-    names = re.findall(r'"name": "([A-Za-z_0-9]+)"', listed.group(1) if listed else "")
-    question = ctx.rsplit("<|im_start|>user\n", 1)[-1].split("<|im_end|>")[0]
-    for marker, (_, name, _) in TOOLS.items():
-        if marker in question:
-            pick = next((n for n in names if n.startswith(name)), None)
-            if pick:
-                return "<tool_call>\n" + json.dumps({"name": pick, "arguments": {"question": question}}) + \
-                    "\n</tool_call>"
-    return "I do not know."
-
-
 def _question(ctx: str, marker: str, fmt: Any) -> str:
     """The last question holding `marker`, cut out of the rendered context at the template's tokens."""
     tok = fmt.tokenizer
@@ -64,10 +39,11 @@ def _question(ctx: str, marker: str, fmt: Any) -> str:
 
 
 def family_tools(ctx: str, fmt: Any) -> str:
-    """`formatted_tools` for any model family (`generation.script=smith.train.dry_run:family_tools`): the same two
-    tools and malformed builds, calls written in the family's syntax (`fmt`, the backend's chat format), and
-    the self-evaluator's and judge's prompts answered too. Read from the rendered text alone, without the
-    template's tokens: which prompt this is, the question, the listed tool names, whether the call was made.
+    """Build prompts: every other reply malformed (so format varies within a group), else the working tool of
+    the question's category; use prompts: call the tool whose name fits, in the family's syntax (`fmt`, the
+    backend's chat format), then answer with its output; the self-evaluator's and judge's prompts answered too.
+    Read from the rendered text alone, without the template's tokens: which prompt this is, the question, the
+    listed tool names, whether the call was made.
     With `model.thinking` on, every reply opens with a think block holding a stray code block and a stray call,
     which must reach neither build parsing nor tool-call parsing."""
     think = ("<think>\nA draft first:\n```python\ndef draft():\n    pass\n```\n<tool_call>\n"

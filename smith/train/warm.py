@@ -56,7 +56,7 @@ from typing import Any
 from transformers import Trainer
 from trl import SFTTrainer
 
-from smith.models.chat_format import chat_format
+from smith.models.chat_format import ToolCall, chat_format
 from smith.pool import PoolEntry, menu_names
 from smith.rewards.evaluation import EVALUATOR_SYSTEM
 from smith.rewards.judge import INSTRUCTIONS as JUDGE_INSTRUCTIONS
@@ -304,17 +304,20 @@ def demonstrations(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORI
     return demos, {k: sum(v) / max(len(v), 1) for k, v in right.items()}
 
 
-def copy_drills(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
+def copy_drills(n: int, fmt: Any, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
                 cache_dir: str | None = None) -> list[tuple[str, str]]:
     """Short (context, reply) chats that only copy: the matching tool's name from a menu and the question
     into a tool call, a tool's output into the answer. A tiny model does not learn to copy from the long
     demonstrations alone (their few copied tokens drown in ~400 prompt tokens); these dense drills teach it
     first (stage 1). An output is repeated with its question in the context, as in a rollout: drilled alone
-    (v6), answers mixed the output with the question's numbers (a use episode's usual failure)."""
+    (v6), answers mixed the output with the question's numbers (a use episode's usual failure). Both are
+    rendered by `fmt`, the warm tokenizer's chat format, as a rollout's turns are: a short system turn listing
+    the menu's names, the question's turn, a tool turn; the reply in the family's syntax and its end of turn."""
     from smith.tasks import items
 
     rng = random.Random(seed + 1)
     hard = {c: items(c, "hard", HARD_BANK, seed=seed + SEED_OFFSET, cache_dir=cache_dir) for c in categories}
+    end = fmt.tokenizer.decode([fmt.end_of_turn])
     drills = []
     for _ in range(n):
         category = rng.choice(categories)
@@ -326,14 +329,14 @@ def copy_drills(n: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
             menu = menu_names(tools)
             name = next(k for k, e in menu.items() if e.category == category)
             listing = "\n".join(json.dumps({"name": k}) for k in menu)
-            call = json.dumps({"name": name, "arguments": {"question": question}}, ensure_ascii=False)
-            drills.append((f"<|im_start|>system\n<tools>\n{listing}\n</tools><|im_end|>\n<|im_start|>user\n"
-                           f"{question}<|im_end|>\n<|im_start|>assistant\n",
-                           f"<tool_call>\n{call}\n</tool_call><|im_end|>"))
+            turns = [{"role": "system", "content": f"<tools>\n{listing}\n</tools>"},
+                     {"role": "user", "content": question}]
+            reply = {"content": "", "tool_calls": [ToolCall(name, {"question": question})]}
         else:  # repeat a tool's output, the question's own numbers and words in sight
             out = run_tool(demo_tool(category, rng)[1], question)
-            drills.append((f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>user\n<tool_response>\n{out}\n"
-                           "</tool_response><|im_end|>\n<|im_start|>assistant\n", f"{out}<|im_end|>"))
+            turns = [{"role": "user", "content": question}, {"role": "tool", "content": out}]
+            reply = {"content": out}
+        drills.append((fmt.render_text(turns), fmt.reply_text(reply) + end))
     return drills
 
 
@@ -522,7 +525,7 @@ def build_warm_model(path: str | os.PathLike | None = None, settings: WarmSettin
         eos = tok.convert_tokens_to_ids("<|im_end|>")
         model = fresh_model(tok, s)
         tmp = Path(tempfile.mkdtemp(prefix=".warm-", dir=path.parent))
-        drills = copy_drills(s.copy_steps * s.copy_batch_size, s.seed, cache_dir=cache_dir)
+        drills = copy_drills(s.copy_steps * s.copy_batch_size, chat_format(tok), s.seed, cache_dir=cache_dir)
         stages = [  # (rows, batch size, learning rate, schedule)
             (drill_rows(drills, tok), s.copy_batch_size, s.copy_learning_rate, "constant_with_warmup"),
             (demo_rows(demos, tok), s.batch_size, s.learning_rate, "cosine"),
