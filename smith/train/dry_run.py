@@ -31,11 +31,12 @@ def _response(code: str, name: str, description: str) -> str:
 
 
 def _question(ctx: str, marker: str, fmt: Any) -> str:
-    """The last question holding `marker`, cut out of the rendered context at the template's tokens."""
+    """The last question holding `marker`, cut out of the rendered context at the template's tokens (a tool
+    call's JSON, which quotes the question, is not one)."""
     tok = fmt.tokenizer
     tokens = sorted({*tok.all_special_tokens, *tok.get_added_vocab()}, key=len, reverse=True)
-    line = [x for x in ctx.splitlines() if marker in x][-1]
-    return next(p for p in re.split("|".join(map(re.escape, tokens)), line) if marker in p).strip()
+    pieces = [p.strip() for line in ctx.splitlines() for p in re.split("|".join(map(re.escape, tokens)), line)]
+    return [p for p in pieces if marker in p and not p.startswith(("{", "["))][-1]
 
 
 def family_tools(ctx: str, fmt: Any) -> str:
@@ -64,7 +65,7 @@ def family_tools(ctx: str, fmt: Any) -> str:
         pick = next((n for n in re.findall(r'"name": "([A-Za-z_0-9]+)"', ctx) if n.startswith(name)), None)
         if pick is None:
             break
-        if pick in ctx[ctx.rindex(question):]:  # called already: answer with what the tool returns
+        if pick in ctx[ctx.index(question):]:  # called since the question was asked: answer with what it returns
             scope: dict[str, Any] = {}
             exec(code, scope)  # this module's own tool, never a model's
             return think + f"Answer: {scope[name](question)}"
