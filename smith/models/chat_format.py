@@ -184,7 +184,7 @@ class Granite(Syntax):
     is read as calls too (as vLLM's granite parser does), and granite-common's `<tool_call>[...]` form is accepted."""
 
     markers = ("<|tool_call|>",)
-    MARKERS = ("<|tool_call|>", "<tool_call>")
+    MARKERS = (*markers, "<tool_call>")  # what parse reads a call behind: granite-common's form too
 
     def parse(self, text: str) -> tuple[str, ParsedToolCalls]:
         at = min((i for i in (text.find(m) for m in self.MARKERS) if i >= 0), default=-1)

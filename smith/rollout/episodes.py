@@ -251,11 +251,14 @@ class Rollout:
         """Staged candidates of episodes the update does not see (groups a refill replaced or did not use, `kept`
         holding the ids of the traces it does see) leave: their traces say `admitted: False`. Returns their
         entries' ids, for the session to drop before admissions are shared."""
-        gone, self._pending = [p for p in self._pending if id(p[0]) not in kept], \
-            [p for p in self._pending if id(p[0]) in kept]
-        for trace, _ in gone:
-            trace["admitted"] = False
-        return {id(entry) for _, entry in gone}
+        pending, self._pending, gone = self._pending, [], set()
+        for trace, entry in pending:
+            if id(trace) in kept:
+                self._pending.append((trace, entry))
+            else:
+                trace["admitted"] = False
+                gone.add(id(entry))
+        return gone
 
     def settle_admissions(self, verdicts: dict[int, bool]) -> None:
         """Each staged candidate's trace learns whether the pool took it (`Session.share_admissions`)."""

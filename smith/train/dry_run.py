@@ -35,7 +35,8 @@ def _question(ctx: str, marker: str, fmt: Any) -> str:
     call's JSON, which quotes the question, is not one)."""
     tok = fmt.tokenizer
     tokens = sorted({*tok.all_special_tokens, *tok.get_added_vocab()}, key=len, reverse=True)
-    pieces = [p.strip() for line in ctx.splitlines() for p in re.split("|".join(map(re.escape, tokens)), line)]
+    split = re.compile("|".join(map(re.escape, tokens)))
+    pieces = [p.strip() for line in ctx.splitlines() for p in split.split(line)]
     return [p for p in pieces if marker in p and not p.startswith(("{", "["))][-1]
 
 
