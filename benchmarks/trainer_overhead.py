@@ -58,7 +58,7 @@ class FixedRollout:
     """Stands in for the episode runner only: hands out pre-made samples for each key's G repeats."""
 
     def __init__(self, samples) -> None:
-        self.samples, self.last_grading_wait = samples, 0.0
+        self.samples, self.last_grading_seconds = samples, 0.0
 
     def run(self, build, use, rng, step):
         return [s for t in build + use for s in self._take(t)]

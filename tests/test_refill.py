@@ -39,7 +39,7 @@ class ScriptedRollout:
     (every sample alike, or the first of the group better than the others). Counts the keys it ran."""
 
     def __init__(self, tok, ties: Callable[[str], bool]) -> None:
-        self.tok, self.ties, self.last_grading_wait, self.ran = tok, ties, 0.0, Counter()
+        self.tok, self.ties, self.last_grading_seconds, self.ran = tok, ties, 0.0, Counter()
 
     def run(self, build: list[str], use: list[str], rng, step: int) -> list[Sample]:
         out = []

@@ -135,6 +135,40 @@ def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(to
     assert {"time/evaluator", "time/judge", "tokens/judge/ChatScript"} <= set(meters)  # each role still metered
 
 
+def test_every_model_call_of_a_step_runs_on_the_calling_thread(tok, sandbox, bank):
+    """Torch ops from a second thread get an OpenMP team of their own; on 2 cores the two teams' spinning workers
+    made each decode step about 3x slower. The policy, the evaluator and the judge are called from the thread
+    that runs the batch; only sandbox runs may go to workers."""
+    import threading
+
+    seen = []
+
+    def on_thread(reply):
+        def wrapped(*args):
+            seen.append(threading.get_ident())
+            return reply(*args)
+        return wrapped
+
+    def evaluator_reply(conv, tools):
+        call = {"name": tools[0]["function"]["name"], "arguments": {"question": conv[-1]["content"]}}
+        return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+
+    pool = ToolPool()
+    pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
+    ro = Rollout(ScriptedBackend(tok, on_thread(lambda ctx: response(REVERSE, SCHEMA))), sandbox,
+                 Limits(timeout_s=2.0, memory_mb=256), pool,
+                 RolloutSettings(max_completion_length=600, evaluator="self", judge="self", evaluator_max_turns=1),
+                 evaluator=ChatScript(on_thread(evaluator_reply)),
+                 judge=ChatScript(on_thread(lambda conv, tools: '{"overall": 0.9}')))
+    try:
+        samples = ro.run([build_task(bank)] * 2, [UseTask("spell_backward", [], bank[("spell_backward", "hard")][0])],
+                         random.Random(0))
+    finally:
+        ro.close()
+    assert [s.rewards["evaluation"] for s in samples[:2]] == [1.0, 1.0]  # the evaluator and the judge did run
+    assert len(seen) >= 4 and set(seen) == {threading.get_ident()}
+
+
 def test_identical_builds_are_graded_and_judged_once(tok, sandbox, bank):
     """A group's samples often write the same tool: the greedy evaluator and judge see each distinct tool (on its
     questions) once, and every duplicate gets the same rewards and a trace of its own."""

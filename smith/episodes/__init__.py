@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -157,14 +156,12 @@ def play(
     execute: Executor,
     *,
     last_turn: LastTurn = "end",
-    lock: AbstractContextManager | None = None,
 ) -> None:
     """Play every open episode (`end is None`) to its end, all open ones batched per turn; the episodes of one
     call are all token level (the backend needs `continue_ids` and `tokenizer`) or all message level (it
-    needs `chat`). `lock` guards the generation calls (a model shared with other threads)."""
+    needs `chat`)."""
     if max_turns < 1:
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
-    lock = lock or nullcontext()
     fmt = format_of(backend)
     for turn in range(max_turns):
         for e in episodes:
@@ -173,8 +170,7 @@ def play(
         active = [e for e in episodes if e.end is None]
         if not active:
             return
-        with lock:
-            gens = _generate(active, backend, params)
+        gens = _generate(active, backend, params)
         pending: list[tuple[Episode, ParsedToolCalls]] = []
         for e, g in zip(active, gens, strict=True):
             reply = _take_reply(e, g, turn, fmt)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -199,13 +198,11 @@ def evaluate_many(
     params: SamplingParams | None = None,
     catalog: Catalog | None = None,
     tool_names: Sequence[str] | None = None,
-    lock: AbstractContextManager | None = None,
 ) -> list[EvalResult]:
     """r_eval of several tools, each on its own questions, by one evaluator model: message-level episodes of
     the one tool loop (`smith.episodes.play`), all open questions of every tool in one `backend.chat` batch per
     turn (a step's builds share the evaluator's batches), each turn's valid calls of a tool in one sandbox `run`;
-    calls made in the last turn still run (their output can be the graded one). `lock` guards the generation
-    calls only (a model shared with other threads), not the sandbox runs."""
+    calls made in the last turn still run (their output can be the graded one)."""
     names = list(tool_names) if tool_names is not None else [spec.function_name for spec, _ in jobs]
     if len(names) != len(jobs):
         raise ValueError(f"{len(names)} tool names for {len(jobs)} tools")
@@ -219,7 +216,7 @@ def evaluate_many(
     if jobs:
         play([e for tool in episodes for e in tool], backend, params or SamplingParams(), max_turns,
              _schema_executor([(spec, name) for (spec, _), name in zip(jobs, names, strict=True)], sandbox, limits,
-                              graded), last_turn="run", lock=lock)
+                              graded), last_turn="run")
     return [_result([_trace(it, e, graded.get(e.key), catalog) for it, e in zip(items, tool, strict=True)])
             for (_, items), tool in zip(jobs, episodes, strict=True)]
 

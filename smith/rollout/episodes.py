@@ -1,9 +1,10 @@
 """Build and use episodes -> token ids, sampled-token logprobs, loss masks and every reward axis.
 
 Paper, "Task 1 Build" / "Task 2 Use"; docs/architecture.md, "One training step". One `Rollout` runs a batch of episodes:
-build completions are generated first, their sandbox grading is submitted to a thread pool, and the
-use episodes are generated while it runs ("grading runs concurrently with generation"). Use episodes are
-token-level episodes of the one tool loop, `smith.episodes.play`.
+build completions are generated and graded, then the use episodes are played, token-level episodes of the one tool
+loop, `smith.episodes.play`. Every model call runs on the calling thread; only sandbox runs go to worker threads.
+Torch ops issued from a second thread get an OpenMP team of their own, and on a few cores the two teams' spinning
+workers made each decode step several times slower (`benchmarks/rollout_threads.py`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import copy
 import json
 import math
 import random
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,14 +127,12 @@ class Rollout:
         self.s = settings
         self.evaluator = Metered(evaluator, "evaluator") if evaluator is not None else None
         self.judge = Metered(judge, "judge") if judge is not None else None
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smith-grade")
-        # one model, several adapters: generation calls on it must not interleave across threads
-        self._model_lock = threading.Lock()
-        self._pool_lock = threading.Lock()
+        # sandbox runs only: every model call stays on the calling thread (module docstring)
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smith-sandbox")
         self.admit = admit or pool.admit
         self._pending: list[tuple[dict[str, Any], PoolEntry]] = []
         self.retriever = retriever
-        self.last_grading_wait = 0.0
+        self.last_grading_seconds = 0.0
         self._step = 0
         self.catalog = catalog or load_catalog()
 
@@ -144,29 +142,29 @@ class Rollout:
     # -- the batch ---------------------------------------------------------------------------------
     def run(self, build: Sequence[BuildTask], use: Sequence[UseTask], rng: random.Random,
             step: int = 0) -> list[Sample]:
-        """Build samples first, then use samples, in input order; grading overlaps use generation. `step` (the
-        trainer's) stamps admitted tools and seeds each group's menu."""
+        """Build samples first (generated, then graded: `last_grading_seconds`), then use samples, in input order.
+        `step` (the trainer's) stamps admitted tools and seeds each group's menu."""
         self._step = step
-        build_samples, grading = self._generate_builds(build)
-        use_samples = self._use_episodes(use, rng)
+        build_samples = self._generate_builds(build)
         t0 = time.perf_counter()
-        for sample, rewards in zip(build_samples, grading(), strict=True):
+        traces = [s.trace for s in build_samples]
+        for sample, rewards in zip(build_samples, self.grade_builds(build, [t["response"] for t in traces], traces),
+                                   strict=True):
             sample.rewards.update(rewards)
-        self.last_grading_wait = time.perf_counter() - t0
-        return build_samples + use_samples
+        self.last_grading_seconds = time.perf_counter() - t0
+        return build_samples + self._use_episodes(use, rng)
 
     # -- build ---------------------------------------------------------------------------------------
     def _params(self, max_new_tokens: int) -> SamplingParams:
         return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.s.temperature,
                               top_p=self.s.top_p)
 
-    def _generate_builds(self, tasks: Sequence[BuildTask]) -> tuple[list[Sample], Callable[[], list[dict[str, float]]]]:
-        """The build samples, and what waits for their rewards (graded on the workers while use episodes run)."""
+    def _generate_builds(self, tasks: Sequence[BuildTask]) -> list[Sample]:
+        """The build samples, not yet graded (`grade_builds`)."""
         if not tasks:
-            return [], list
+            return []
         prompts = [self.policy.render(build_messages(t.examples)) for t in tasks]
-        with self._model_lock:
-            gens = self.policy.continue_ids(prompts, self._params(self.s.max_completion_length))
+        gens = self.policy.continue_ids(prompts, self._params(self.s.max_completion_length))
         samples = []
         for t, p, g in zip(tasks, prompts, gens, strict=True):
             s = Sample("build", t.category, list(p))
@@ -174,17 +172,7 @@ class Rollout:
             s.truncated = g.finish_reason == "length"
             s.trace["response"] = g.text
             samples.append(s)
-        if self.s.evaluator == "direct":  # sandbox only: each build on a worker of its own
-            futures = [self._executor.submit(self.grade_build, t, g.text, s.trace)
-                       for t, g, s in zip(tasks, gens, samples, strict=True)]
-            return samples, lambda: [f.result() for f in futures]
-        # a model evaluator: the questions of every build in its batches, so one worker grades them all
-        return samples, self._executor.submit(self.grade_builds, list(tasks), [g.text for g in gens],
-                                              [s.trace for s in samples]).result
-
-    def grade_build(self, task: BuildTask, text: str, trace: dict[str, Any], parsed: Any = None) -> dict[str, float]:
-        """Format, evaluation and judge rewards of one build response (`grade_builds`)."""
-        return self.grade_builds([task], [text], [trace], [parsed])[0]
+        return samples
 
     def grade_builds(self, tasks: Sequence[BuildTask], texts: Sequence[str], traces: Sequence[dict[str, Any]],
                      parsed: Sequence[Any] | None = None) -> list[dict[str, float]]:
@@ -221,16 +209,15 @@ class Rollout:
             if ev.r_eval > 0:
                 entry = PoolEntry(task.category, specs[i], ev.r_eval, None if math.isnan(r_judge) else r_judge,
                                   self._step, self.s.source_run)
-                with self._pool_lock:
-                    trace["admitted"] = self.admit(entry)
-                    if trace["admitted"] is None:  # staged across ranks: `settle_admissions` tells it
-                        self._pending.append((trace, entry))
+                trace["admitted"] = self.admit(entry)
+                if trace["admitted"] is None:  # staged across ranks: `settle_admissions` tells it
+                    self._pending.append((trace, entry))
             rewards.append({"format": format_reward(p), "evaluation": ev.r_eval, "judge": r_judge})
         return rewards
 
     def _evaluate(self, jobs: list[tuple[Any, list[Any]]]) -> list[Any]:
-        """r_eval of each (spec, held-out items): in the sandbox alone, or through the evaluator model, whose
-        generations (not its sandbox runs) hold the model. Each distinct job is graded once and its result copied to
+        """r_eval of each (spec, held-out items): in the sandbox alone (each tool on a worker of its own), or
+        through the evaluator model. Each distinct job is graded once and its result copied to
         its duplicates: a group's samples often write the same tool for the same questions, and both evaluators are
         deterministic in the tool and the questions (the model evaluator decodes greedily)."""
         keys = [(spec.code, json.dumps(spec.schema, sort_keys=True), tuple(it.id for it in items))
@@ -240,10 +227,11 @@ class Rollout:
             first.setdefault(k, i)
         distinct = [jobs[i] for i in first.values()]
         if self.s.evaluator == "direct":
-            results = [evaluate_direct(spec, its, self.sandbox, self.limits, self.catalog) for spec, its in distinct]
+            results = list(self._executor.map(
+                lambda job: evaluate_direct(job[0], job[1], self.sandbox, self.limits, self.catalog), distinct))
         else:
             results = evaluate_many(distinct, self.evaluator, self.sandbox, self.limits, self.s.evaluator_max_turns,
-                                    catalog=self.catalog, lock=self._model_lock)
+                                    catalog=self.catalog)
         graded = dict(zip(first, results, strict=True))
         return [graded[k] if first[k] == i else copy.deepcopy(graded[k]) for i, k in enumerate(keys)]
 
@@ -274,9 +262,8 @@ class Rollout:
         prompts = [judge_prompt(t) for t in tools]
         keys = [json.dumps(m) for m in prompts]
         distinct = dict(zip(keys, prompts, strict=True))  # the judge decodes greedily: one ask per distinct tool
-        with self._model_lock:
-            said = [g.text for g in self.judge.chat(list(distinct.values()),
-                                                     params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))]
+        said = [g.text for g in self.judge.chat(list(distinct.values()),
+                                                 params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))]
         answers = dict(zip(distinct, said, strict=True))
         replies = [answers[k] for k in keys]
         rewards = []
@@ -292,17 +279,16 @@ class Rollout:
 
         Paper: 1 matching + n distractors, shuffled. With a retriever and a pool larger than the menu, the
         menu is instead the retriever's adaptive-depth shortlist for the question (it may miss the tool)."""
-        with self._pool_lock:
-            match = self.pool.matching(category, rng)
-            if match is None:
-                return None
-            if self.retriever is not None and len(self.pool) > self.s.menu_size:
-                entries = list(self.pool)
-                picked = self.retriever.shortlist(question, [e.document() for e in entries], self.s.menu_size)
-                tools = [entries[i] for i in picked]
-            else:
-                tools = [match, *self.pool.distractors(category, self.s.n_distractors, rng)]
-                rng.shuffle(tools)
+        match = self.pool.matching(category, rng)
+        if match is None:
+            return None
+        if self.retriever is not None and len(self.pool) > self.s.menu_size:
+            entries = list(self.pool)
+            picked = self.retriever.shortlist(question, [e.document() for e in entries], self.s.menu_size)
+            tools = [entries[i] for i in picked]
+        else:
+            tools = [match, *self.pool.distractors(category, self.s.n_distractors, rng)]
+            rng.shuffle(tools)
         return list(menu_names(tools).items())
 
     def take_meters(self) -> dict[str, float]:
@@ -337,7 +323,7 @@ class Rollout:
             self._inner_builds([episodes[i] for i in inner], rng)
         execute = menu_executor(self.sandbox, self.limits, self.s.max_tool_output_chars, self._executor)
         turn = min(self.s.max_completion_length, self.s.max_turn_tokens)  # each turn, within the episode's budget
-        play(episodes, self.policy, self._params(turn), self.s.max_turns, execute, lock=self._model_lock)
+        play(episodes, self.policy, self._params(turn), self.s.max_turns, execute)
         for s, e in zip(samples, episodes, strict=True):
             s.truncated = e.truncated
             self._score_use(s, e)
@@ -346,8 +332,7 @@ class Rollout:
     def _inner_builds(self, episodes: list[Episode], rng: random.Random) -> None:
         """The policy writes a tool from the 4 examples, then continues the same episode with it."""
         samples = [e.transcript for e in episodes]
-        with self._model_lock:
-            gens = self.policy.continue_ids([s.prompt_ids for s in samples], self._params(self.s.max_completion_length))
+        gens = self.policy.continue_ids([s.prompt_ids for s in samples], self._params(self.s.max_completion_length))
         fmt = self.policy.chat_format
         parsed = [parse_response(without_reasoning(g.text)) for g in gens]
         for s, g in zip(samples, gens, strict=True):
@@ -362,8 +347,7 @@ class Rollout:
                 e.end = "budget" if g.finish_reason == "length" else "no_tool"
                 continue
             own = PoolEntry(t.category, p.spec, 0.0)
-            with self._pool_lock:
-                others = self.pool.distractors(t.category, self.s.n_distractors, rng)
+            others = self.pool.distractors(t.category, self.s.n_distractors, rng)
             tools = [own, *others]
             rng.shuffle(tools)
             e.menu = menu_names(tools)

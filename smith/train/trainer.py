@@ -141,7 +141,7 @@ class SmithTrainer(GRPOTrainer):
             rng = random.Random(f"{sess.seed}:{step}:{self.accelerator.process_index}{tag}")
             t0 = time.perf_counter()
             samples = self.rollout.run(build, use, rng, step)
-            grading = self.rollout.last_grading_wait
+            grading = self.rollout.last_grading_seconds
             timing["generation"] += time.perf_counter() - t0 - grading
             timing["grading"] += grading
         by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
