@@ -4,12 +4,14 @@ tokens must match TRL's) against transformers' `generate` on the same batch.
 Two models: the tiny test model and a ~50M-parameter random Qwen3 (same tokenizer). Each gets one batch of
 left-padded prompts of different lengths (as a rollout's turns are) and a fixed number of new tokens (no
 early stop on either side: eos is switched off, so both decode exactly the same number of steps), sampled at
-temperature 0.7 / top_p 0.95. Rounds alternate the two generators to cancel machine noise; the medians are
-compared. One line per model, then the model with the lower ratio again as the last line:
+temperature 0.7 / top_p 0.95. `--group G` repeats each prompt G times, as a GRPO group's samples share one prompt
+(smith prefills it once and copies its cache; `generate` prefills every row). Rounds alternate the two generators
+to cancel machine noise; the medians are compared. One line per model, then the model with the lower ratio again
+as the last line:
 
     generation tokens/s smith=<a> hf_generate=<b> ratio=<a/b>
 
-    python benchmarks/generation.py [--batch 16] [--new-tokens 64] [--rounds 5]
+    python benchmarks/generation.py [--batch 16] [--group 1] [--new-tokens 64] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -48,10 +50,12 @@ def timed(fn) -> float:
     return time.perf_counter() - t
 
 
-def compare(name: str, model, tok, batch: int, new: int, rounds: int) -> tuple[float, float]:
+def compare(name: str, model, tok, batch: int, new: int, rounds: int, group: int = 1) -> tuple[float, float]:
     rng = random.Random(0)
     vocab = model.config.vocab_size
-    prompts = [[rng.randrange(10, vocab) for _ in range(rng.randint(100, 400))] for _ in range(batch)]
+    distinct = [[rng.randrange(10, vocab) for _ in range(rng.randint(100, 400))] for _ in range(batch // group)]
+    prompts = [p for p in distinct for _ in range(group)]
+    batch = len(prompts)
     backend = HFBackend(model, tok)
     backend.eos_ids = {-1}  # never produced: decode exactly `new` steps, as generate below
     params = SamplingParams(max_new_tokens=new, temperature=0.7, top_p=0.95, seed=0)
@@ -77,7 +81,7 @@ def compare(name: str, model, tok, batch: int, new: int, rounds: int) -> tuple[f
         b.append(batch * new / timed(theirs))
     smith, hf = statistics.median(a), statistics.median(b)
     params_m = sum(p.numel() for p in model.parameters()) / 1e6
-    print(f"[{name}, {params_m:.1f}M parameters, batch {batch}, {new} new tokens] "
+    print(f"[{name}, {params_m:.1f}M parameters, batch {batch} ({batch // group} prompts x {group}), {new} new tokens] "
           f"generation tokens/s smith={smith:.1f} hf_generate={hf:.1f} ratio={smith / hf:.3f}", flush=True)
     return smith, hf
 
@@ -85,6 +89,7 @@ def compare(name: str, model, tok, batch: int, new: int, rounds: int) -> tuple[f
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--group", type=int, default=1, help="rows per distinct prompt (a GRPO group's G)")
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
@@ -93,8 +98,8 @@ def main() -> None:
     tiny_dir, _ = build_tiny_model(Path(tempfile.mkdtemp(prefix="smith-gen-")) / "tiny")
     tok = AutoTokenizer.from_pretrained(tiny_dir)
     results = [compare("tiny", AutoModelForCausalLM.from_pretrained(tiny_dir).eval(), tok, args.batch,
-                       args.new_tokens, args.rounds),
-               compare("qwen3-50m", qwen3_50m(tiny_dir), tok, args.batch, args.new_tokens, args.rounds)]
+                       args.new_tokens, args.rounds, args.group),
+               compare("qwen3-50m", qwen3_50m(tiny_dir), tok, args.batch, args.new_tokens, args.rounds, args.group)]
     smith, hf = min(results, key=lambda r: r[0] / r[1])
     print(f"generation tokens/s smith={smith:.1f} hf_generate={hf:.1f} ratio={smith / hf:.3f}")
 

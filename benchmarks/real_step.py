@@ -2,8 +2,9 @@
 self evaluator and judge) for a few steps on this machine, then per step the seconds of each phase and the policy's
 tokens per second, read back from the run's metrics.jsonl.
 
-Phases: generation (the policy's build and use episodes, with the self evaluator's and judge's turns inside them),
-grading (waiting on the sandbox), sync (evaluator copy), update (TRL's loss, backward and optimizer step). The cold
+Phases: generation (the policy's build and use episodes; a use episode's inner build is graded inside it), grading
+(the builds': the self evaluator's and judge's turns and the sandbox), sync (evaluator copy), update (TRL's loss,
+backward and optimizer step). The cold
 start is built first, once, and not counted (it is cached). One line per step, then the means:
 
     real step <n> generation=<s> grading=<s> sync=<s> update=<s> total=<s> policy_tokens=<n> tokens/s=<r>

@@ -105,6 +105,32 @@ def test_batched_equals_single_when_greedy(backend):
         assert torch.allclose(torch.tensor(alone.logprobs), torch.tensor(g.logprobs), atol=1e-4)
 
 
+def test_a_repeated_prompt_is_prefilled_once_and_its_rows_decode_as_if_alone(backend):
+    """A GRPO group's G samples share one prompt: its prefill runs once and its cache is copied to every row. The
+    rows still sample independently, and each logprob is the teacher-forced one."""
+    a, b = (backend.render(c[:1]) for c in CONVS[:2])
+    widths = []
+    hook = backend.model.register_forward_pre_hook(lambda _m, _a, kw: widths.append(kw["input_ids"].shape),
+                                                   with_kwargs=True)
+    try:
+        with EosBias(backend, -1e4):
+            gens = backend.continue_ids([a, a, b, a], SamplingParams(max_new_tokens=16, temperature=1.0, seed=5))
+    finally:
+        hook.remove()
+    assert widths[0] == (2, max(len(a), len(b)))  # the prefill: 2 distinct prompts, not 4 rows
+    assert all(w == (4, 1) for w in widths[1:]) and len(widths) == 16  # then one token a step for all 4 rows
+    assert len({tuple(g.completion_ids) for g in (gens[0], gens[1], gens[3])}) > 1  # each row its own sample
+    for prompt, g in zip([a, a, b, a], gens, strict=True):
+        assert g.prompt_ids == prompt
+        with EosBias(backend, -1e4):
+            ref = teacher_forced(backend.model, prompt, g.completion_ids, 1.0)
+        assert torch.allclose(torch.tensor(g.logprobs), ref, atol=1e-4)
+    greedy = SamplingParams(max_new_tokens=12, temperature=0.0)
+    shared = backend.continue_ids([a, b, a], greedy)
+    alone = [backend.continue_ids([p], greedy)[0].completion_ids for p in (a, b, a)]
+    assert [g.completion_ids for g in shared] == alone
+
+
 def test_eos_cuts_each_row_and_keeps_the_eos_token(backend):
     params = SamplingParams(max_new_tokens=10, temperature=1.0, seed=11)
     with EosBias(backend, 5.5):  # ~10% eos per step: some rows stop early, some run to the cap

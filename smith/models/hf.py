@@ -191,28 +191,38 @@ class HFBackend(TokenBackend):
         return tqdm(desc=f"generating {batch} sequences", unit="tok", delay=0 if self.progress else 2, leave=False,
                     disable=quiet, dynamic_ncols=True)
 
+    def _forward(self, step_ids: torch.Tensor, mask: torch.Tensor, cache: Any) -> torch.Tensor:
+        """The next-token logits of each row, its cache extended by `step_ids`."""
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
+        return self.model(
+            input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True,
+            logits_to_keep=1,  # only the last position: full-prompt logits would not fit for big vocabs
+        ).logits[:, -1, :]
+
     def _generate(self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator) -> list[Generation]:
+        """Each distinct prompt is prefilled once and its cache copied to the rows that repeat it (a GRPO group's G
+        samples, a use group's first turn), then every row decodes in one batch."""
         from transformers import DynamicCache
 
         device = self._device()
+        first: dict[tuple[int, ...], int] = {}
+        rows = [first.setdefault(tuple(p), len(first)) for p in prompts]  # each row's distinct prompt
         width = max(len(p) for p in prompts)
-        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in first], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in first], device=device)
         cache = DynamicCache()
+        logits = self._forward(ids, mask, cache)
+        if len(first) < len(prompts):
+            copies = torch.tensor(rows, device=device)
+            cache.batch_select_indices(copies)
+            mask, logits = mask[copies], logits[copies]
         batch = len(prompts)
         live = torch.arange(batch, device=device)  # the rows still generating, as indices into the batch
         eos = torch.tensor(sorted(self.eos_ids), device=device)
         tokens: list[torch.Tensor] = []
         logps: list[torch.Tensor] = []
-        step_ids = ids
         with self._bar(batch) as bar:
-            for _ in range(params.max_new_tokens):
-                positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
-                logits = self.model(
-                    input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                    use_cache=True,
-                    logits_to_keep=1,  # only the last position: full-prompt logits would not fit for big vocabs
-                ).logits[:, -1, :]
+            for i in range(params.max_new_tokens):
                 token, logp = _sample(logits, params, gen)
                 tokens.append(torch.full((batch,), self.pad_id, device=device).index_copy(0, live, token))
                 logps.append(torch.zeros(batch, device=device).index_copy(0, live, logp))
@@ -225,8 +235,9 @@ class HFBackend(TokenBackend):
                     keep = going.nonzero().squeeze(1)
                     cache.batch_select_indices(keep)
                     live, mask, token = live[keep], mask[keep], token[keep]
-                step_ids = token[:, None]
                 mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype, device=device)], dim=-1)
+                if i + 1 < params.max_new_tokens:
+                    logits = self._forward(token[:, None], mask, cache)
             bar.refresh()  # the final count, which tqdm's rate limit may not have drawn
         return self._collect(prompts, tokens, logps)
 
