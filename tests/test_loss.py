@@ -144,3 +144,35 @@ def test_clip_higher_binds_asymmetrically_on_known_old_log_probs(tiny_model_dir,
     metrics = trainer._metrics["train"]
     assert metrics["clip_ratio/high_mean"] == pytest.approx([(kept[3] / (kept[1] + kept[3])).item() / 2])
     assert metrics["clip_ratio/low_mean"] == pytest.approx([(kept[1] / (kept[1] + kept[3])).item() / 2])
+
+
+def test_rows_without_a_kept_token_skip_the_forward_and_change_nothing(tiny_model_dir, tmp_path):
+    """A dropped group's rows (tool_mask zeroed) leave the micro-batch before the model runs: the gradient is the hand
+    computation's over the whole batch, and the model sees only the kept rows (one, when none is kept)."""
+    trainer = _trainer(tiny_model_dir, tmp_path, "per_kind")
+    batch = _batch(trainer.model.config.vocab_size)
+    batch["tool_mask"][[1, 2]] = 0  # one build and one use row dropped
+    kept = batch["completion_mask"] * batch["tool_mask"]
+    batch.update(num_items_in_batch=kept.sum(), num_items_build=kept[IS_BUILD].sum(),
+                 num_items_use=kept[~IS_BUILD].sum())
+    rows = []
+    hook = trainer.model.register_forward_pre_hook(lambda _m, _args, kw: rows.append(kw["input_ids"].shape[0]),
+                                                   with_kwargs=True)
+    trainer.model.train()
+    try:
+        trainer._compute_loss(trainer.model, batch).backward()
+        assert rows == [2]
+        got = _grads(trainer.model)
+        trainer.model.zero_grad()
+        _hand_loss(trainer, batch, per_kind=True).backward()
+        want = _grads(trainer.model)
+        assert torch.allclose(got, want, rtol=1e-3, atol=1e-6 * want.abs().max().item())
+        trainer.model.zero_grad()
+        batch["tool_mask"][:] = 0
+        batch.update(num_items_in_batch=torch.tensor(0), num_items_build=torch.tensor(0), num_items_use=torch.tensor(0))
+        loss = trainer._compute_loss(trainer.model, batch)
+        loss.backward()
+        assert loss.item() == 0.0 and rows[-1] == 1
+        assert all(p.grad is not None for p in trainer.model.parameters() if p.requires_grad)
+    finally:
+        hook.remove()

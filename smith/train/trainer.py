@@ -44,6 +44,24 @@ def _axis_reward(axis: str) -> Any:
 
 AXIS_REWARDS = [_axis_reward(a) for a in AXES]
 
+# TRL losses that sum over kept tokens and divide by a count a row without kept tokens does not change
+TOKEN_SUM_LOSSES = ("dapo", "bnpo", "cispo")
+
+
+def kept_rows(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The micro-batch without its rows that have no kept token (dropped groups, fully masked completions). Under a
+    token-sum loss they add nothing to the loss, its gradient or TRL's masked metrics, so no forward or backward is
+    spent on them. A micro-batch with no kept row keeps its first: a zero loss whose backward still reaches every
+    parameter, so every rank runs the same collectives."""
+    kept = (inputs["completion_mask"] * inputs.get("tool_mask", 1)).sum(-1) > 0
+    if bool(kept.all()):
+        return inputs
+    if not bool(kept.any()):
+        kept[0] = True
+    rows = len(kept)
+    return {k: v[kept] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == rows else v
+            for k, v in inputs.items()}
+
 
 class SmithTrainer(GRPOTrainer):
     """GRPOTrainer whose rollout_func runs SMITH episodes and whose advantages come from `args.advantage`."""
@@ -258,7 +276,10 @@ class SmithTrainer(GRPOTrainer):
         one backward pass. With one denominator (`dapo.loss_norm=batch`) the longer build completions would
         down-weight the use half. One call to TRL's loss, so its metrics are logged once per micro-step: each
         token's mask weight is N / N_kind (N = N_build + N_use), which over TRL's DAPO denominator N gives each
-        kind's sum over its own count; TRL's masked means (entropy, clip ratios) are weighted the same way."""
+        kind's sum over its own count; TRL's masked means (entropy, clip ratios) are weighted the same way.
+        Under a token-sum loss the rows without a kept token (a dropped group's) are left out first."""
+        if self.loss_type in TOKEN_SUM_LOSSES:
+            inputs = kept_rows(inputs)
         if self.args.loss_norm != "per_kind":
             return super()._compute_loss(model, inputs)
         build, use = inputs["num_items_build"], inputs["num_items_use"]
