@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from smith.entry import compose
 from smith.train.args import grpo_args
 from smith.train.data import prompt_rows
-from smith.train.trainer import AXIS_REWARDS, SmithTrainer
+from smith.train.trainer import AXIS_REWARDS, SmithTrainer, kept_rows
 
 B, P, C = 4, 6, 12
 IS_BUILD = torch.tensor([True, False, True, False])
@@ -176,3 +176,9 @@ def test_rows_without_a_kept_token_skip_the_forward_and_change_nothing(tiny_mode
         assert all(p.grad is not None for p in trainer.model.parameters() if p.requires_grad)
     finally:
         hook.remove()
+    batch["tool_mask"][:] = 1
+    batch["tool_mask"][[0, 2]] = 0
+    three = kept_rows(batch, 3)  # another rank kept 3 rows: the 2 kept here and the first masked one, in batch order
+    assert three["advantages"].tolist() == batch["advantages"][[0, 1, 3]].tolist()
+    assert three["is_build"].tolist() == [True, False, False]
+    assert three["num_items_in_batch"] is batch["num_items_in_batch"]  # scalars pass through

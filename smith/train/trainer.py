@@ -48,18 +48,16 @@ AXIS_REWARDS = [_axis_reward(a) for a in AXES]
 TOKEN_SUM_LOSSES = ("dapo", "bnpo", "cispo")
 
 
-def kept_rows(inputs: dict[str, Any]) -> dict[str, Any]:
-    """The micro-batch without its rows that have no kept token (dropped groups, fully masked completions). Under a
-    token-sum loss they add nothing to the loss, its gradient or TRL's masked metrics, so no forward or backward is
-    spent on them. A micro-batch with no kept row keeps its first: a zero loss whose backward still reaches every
-    parameter, so every rank runs the same collectives."""
-    kept = (inputs["completion_mask"] * inputs.get("tool_mask", 1)).sum(-1) > 0
-    if bool(kept.all()):
+def kept_rows(inputs: dict[str, Any], rows: int) -> dict[str, Any]:
+    """`rows` rows of the micro-batch, those with a kept token first (in order), then fully masked ones (a dropped
+    group's). Under a token-sum loss a masked row adds nothing to the loss, its gradient or TRL's masked metrics, so
+    no forward or backward need be spent on it. The trainer asks every rank for as many rows (TRL gathers per-row
+    tensors across ranks), at least one: a zero loss whose backward still reaches every parameter."""
+    if rows >= len(inputs["completion_mask"]):
         return inputs
-    if not bool(kept.any()):
-        kept[0] = True
-    rows = len(kept)
-    return {k: v[kept] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == rows else v
+    kept = (inputs["completion_mask"] * inputs.get("tool_mask", 1)).sum(-1) > 0
+    index = torch.argsort((~kept).int(), stable=True)[:rows].sort().values
+    return {k: v[index] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == len(kept) else v
             for k, v in inputs.items()}
 
 
@@ -279,7 +277,9 @@ class SmithTrainer(GRPOTrainer):
         kind's sum over its own count; TRL's masked means (entropy, clip ratios) are weighted the same way.
         Under a token-sum loss the rows without a kept token (a dropped group's) are left out first."""
         if self.loss_type in TOKEN_SUM_LOSSES:
-            inputs = kept_rows(inputs)
+            kept = (inputs["completion_mask"] * inputs["tool_mask"]).sum(-1) > 0
+            rows = torch.tensor([max(int(kept.sum()), 1)], device=kept.device)
+            inputs = kept_rows(inputs, int(self.accelerator.gather(rows).max()))
         if self.args.loss_norm != "per_kind":
             return super()._compute_loss(model, inputs)
         build, use = inputs["num_items_build"], inputs["num_items_use"]
