@@ -48,6 +48,11 @@ AXIS_REWARDS = [_axis_reward(a) for a in AXES]
 TOKEN_SUM_LOSSES = ("dapo", "bnpo", "cispo")
 
 
+def has_kept_token(inputs: dict[str, Any]) -> torch.Tensor:
+    """Per row of the micro-batch: whether any completion token of it is trained on."""
+    return (inputs["completion_mask"] * inputs.get("tool_mask", 1)).sum(-1) > 0
+
+
 def kept_rows(inputs: dict[str, Any], rows: int) -> dict[str, Any]:
     """`rows` rows of the micro-batch, those with a kept token first (in order), then fully masked ones (a dropped
     group's). Under a token-sum loss a masked row adds nothing to the loss, its gradient or TRL's masked metrics, so
@@ -55,7 +60,7 @@ def kept_rows(inputs: dict[str, Any], rows: int) -> dict[str, Any]:
     tensors across ranks), at least one: a zero loss whose backward still reaches every parameter."""
     if rows >= len(inputs["completion_mask"]):
         return inputs
-    kept = (inputs["completion_mask"] * inputs.get("tool_mask", 1)).sum(-1) > 0
+    kept = has_kept_token(inputs)
     index = torch.argsort((~kept).int(), stable=True)[:rows].sort().values
     return {k: v[index] if isinstance(v, torch.Tensor) and v.ndim and v.shape[0] == len(kept) else v
             for k, v in inputs.items()}
@@ -277,7 +282,7 @@ class SmithTrainer(GRPOTrainer):
         kind's sum over its own count; TRL's masked means (entropy, clip ratios) are weighted the same way.
         Under a token-sum loss the rows without a kept token (a dropped group's) are left out first."""
         if self.loss_type in TOKEN_SUM_LOSSES:
-            kept = (inputs["completion_mask"] * inputs["tool_mask"]).sum(-1) > 0
+            kept = has_kept_token(inputs)
             rows = torch.tensor([max(int(kept.sum()), 1)], device=kept.device)
             inputs = kept_rows(inputs, int(self.accelerator.gather(rows).max()))
         if self.args.loss_norm != "per_kind":
