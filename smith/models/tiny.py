@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import tempfile
 from pathlib import Path
+
+from smith.builds import cached_build, read_marker
 
 TINY_VERSION = 1
 MARKER = "smith_tiny.json"
@@ -83,19 +83,15 @@ def build_tiny_model(
 ) -> tuple[Path, bool]:
     """Build (or reuse) the tiny model at `path`. Returns (path, built_now). vLLM's CPU attention needs
     `head_dim` 32, 64 or 128 (the scale-out tests build one with 32)."""
-    import torch
-    from filelock import FileLock
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-
     path = Path(path)
     want = {"version": TINY_VERSION, "seed": seed, "vocab_size": vocab_size}
     if head_dim != 16:  # the default model's marker (and every cache of it) stays as it was
         want["head_dim"] = head_dim
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):
-        marker = path / MARKER
-        if marker.exists() and json.loads(marker.read_text()) == want:
-            return path, False
+
+    def build(tmp: Path) -> None:
+        import torch
+        from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # BPE merges deterministic
         tok = train_tokenizer(corpus(seed), vocab_size)
         config = Qwen3Config(
@@ -121,11 +117,8 @@ def build_tiny_model(
             temperature=0.7,
             top_p=0.95,
         )
-        tmp = Path(tempfile.mkdtemp(prefix=".tiny-", dir=path.parent))
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         (tmp / MARKER).write_text(json.dumps(want))
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    return path, True
+
+    return cached_build(path, lambda p: read_marker(p, MARKER) == want, build, "tiny model")

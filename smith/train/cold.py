@@ -16,12 +16,12 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from smith.builds import cached_build, read_marker
 from smith.config import ColdConfig
 
 COLD_VERSION = 1
@@ -61,16 +61,10 @@ def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdCo
                      cache_dir: str | None = None, on_gpu: bool = False, dtype: str = "float32",
                      progress: bool = True) -> tuple[Path, bool]:
     """Build (or reuse) the cold-started model of `base` at `path`. Returns (path, built_now)."""
-    from filelock import FileLock
-
-    path = Path(path)
     key = {"version": COLD_VERSION, "base": base_identity(base), "seed": seed, **asdict(s)}
     key.pop("dir", None)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):
-        marker = path / MARKER
-        if marker.exists() and json.loads(marker.read_text()).get("key") == key:
-            return path, False
+
+    def build(tmp: Path) -> None:
         import torch
         from datasets import Dataset
         from peft import LoraConfig, get_peft_model
@@ -86,7 +80,6 @@ def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdCo
         model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype)
         model = get_peft_model(model, LoraConfig(r=s.lora_r, lora_alpha=2 * s.lora_r, lora_dropout=0.0,
                                                  target_modules="all-linear", task_type="CAUSAL_LM"))
-        tmp = Path(tempfile.mkdtemp(prefix=".cold-", dir=path.parent))
         args = sft_args(tmp / "sft", on_gpu=on_gpu, dtype=dtype, num_train_epochs=s.epochs,
                         per_device_train_batch_size=s.batch_size, learning_rate=s.learning_rate,
                         lr_scheduler_type="cosine", warmup_steps=min(10, len(rows) // (4 * s.batch_size)),
@@ -104,10 +97,5 @@ def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdCo
                 "learnt_tokens": sum(sum(x != -100 for x in r["labels"]) for r in rows),
                 "seconds": round(time.perf_counter() - t0, 1)}
         (tmp / MARKER).write_text(json.dumps(info, indent=1))
-        old = path.with_name(f".{path.name}.old")
-        if path.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    return path, True
+
+    return cached_build(path, lambda p: read_marker(p, MARKER).get("key") == key, build, "cold start")

@@ -48,7 +48,6 @@ import os
 import random
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,7 @@ from typing import Any
 from transformers import Trainer
 from trl import SFTTrainer
 
+from smith.builds import cached_build, read_marker
 from smith.models.chat_format import ToolCall, chat_format
 from smith.pool import PoolEntry, menu_names
 from smith.rewards.evaluation import EVALUATOR_SYSTEM
@@ -491,11 +491,9 @@ def _sha256(path: Path) -> str:
 def is_current(path: Path, s: WarmSettings | None = None) -> bool:
     """The model at `path` was built with these settings (its marker's key) and holds the weights that build wrote
     (their checksum, in the marker too)."""
-    try:
-        info = json.loads((path / MARKER).read_text())
-        return info.get("key") == (s or WarmSettings()).key() and info.get("sha256") == _sha256(path / WEIGHTS)
-    except (OSError, ValueError):
-        return False
+    info = read_marker(path, MARKER)
+    return (info.get("key") == (s or WarmSettings()).key() and (path / WEIGHTS).is_file()
+            and info.get("sha256") == _sha256(path / WEIGHTS))
 
 
 def build_warm_model(path: str | os.PathLike | None = None, settings: WarmSettings | None = None,
@@ -503,29 +501,20 @@ def build_warm_model(path: str | os.PathLike | None = None, settings: WarmSettin
     """The warm-started tiny policy at `path` (None: the copy shipped with smith, `SHIPPED`), built there unless it
     is current (`is_current`: a current model is only read, so a read-only install needs no lock). Returns
     (path, built_now)."""
-    from datasets import Dataset
-    from filelock import FileLock
-    from transformers import GenerationConfig
-
-    from smith.train.args import sft_args
-
     s = settings or WarmSettings()
     path = Path(path) if path is not None else SHIPPED
-    if is_current(path, s):
-        return path, False
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"cannot create {path.parent} for the warm model: {e.strerror}") from None
-    with FileLock(str(path) + ".lock"):
-        if is_current(path, s):
-            return path, False
+
+    def build(tmp: Path) -> None:
+        from datasets import Dataset
+        from transformers import GenerationConfig
+
+        from smith.train.args import sft_args
+
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # BPE merges deterministic
         demos, right = demonstrations(s.n_demos, s.seed, cache_dir=cache_dir)
         tok = warm_tokenizer(demos, s.vocab_size)
         eos = tok.convert_tokens_to_ids("<|im_end|>")
         model = fresh_model(tok, s)
-        tmp = Path(tempfile.mkdtemp(prefix=".warm-", dir=path.parent))
         drills = copy_drills(s.copy_steps * s.copy_batch_size, chat_format(tok), s.seed, cache_dir=cache_dir)
         stages = [  # (rows, batch size, learning rate, schedule)
             (drill_rows(drills, tok), s.copy_batch_size, s.copy_learning_rate, "constant_with_warmup"),
@@ -553,7 +542,5 @@ def build_warm_model(path: str | os.PathLike | None = None, settings: WarmSettin
                 "mean_tokens_per_demo": sum(lengths) / len(lengths), "sha256": _sha256(tmp / WEIGHTS),
                 "command": f"smith tiny-model {_shown(path)} --warm"}
         (tmp / MARKER).write_text(json.dumps(info, indent=1))
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    return path, True
+
+    return cached_build(path, lambda p: is_current(p, s), build, "warm model")
