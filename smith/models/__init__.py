@@ -167,9 +167,11 @@ def check_spec(spec: str, cfg: Any = None, what: str = "model") -> None:
         check_chat_format(*resolve_model(target, cfg))
 
 
-def check_chat_format(base: str, adapter: str | None = None) -> None:
-    """Refuse, in one line, a model whose chat template cannot play smith's multi-turn tool episodes (see
-    smith.models.chat_format); the tokenizer is the adapter's when it has one, as the backends load it."""
+def check_chat_format(base: str, adapter: str | None = None, thinking: bool = False) -> None:
+    """Refuse, in one line, a model whose chat template cannot play smith's multi-turn tool episodes (not
+    prefix-preserving, and no TRL training template for it; see smith.models.chat_format) or that has no thinking
+    switch for `thinking`; the tokenizer is the adapter's when it has one, as the backends load it. A model not on
+    disk yet (a tiny model before its first build, a hub id not in the local cache) is checked when it loads."""
     from transformers import AutoTokenizer
 
     from smith.models.chat_format import chat_format
@@ -179,7 +181,7 @@ def check_chat_format(base: str, adapter: str | None = None) -> None:
         tok = AutoTokenizer.from_pretrained(where, local_files_only=True)
     except (OSError, ValueError):  # no tokenizer files to read: the backend's own load says what is missing
         return
-    chat_format(tok)
+    chat_format(tok, thinking=thinking)
 
 
 def load_backend(spec: str, cfg: Any = None) -> ChatBackend:

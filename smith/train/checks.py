@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from smith.config import TrainConfig, typed
 from smith.errors import ConfigError, writable_dir, writable_parent
-from smith.models.chat_format import chat_format
+from smith.models import check_chat_format
 from smith.models.openai import check_endpoint
 from smith.models.real import REAL_SPEC, gguf_file
 from smith.models.vllm import lora_slot_rank
@@ -76,22 +76,6 @@ def check_config(cfg: DictConfig | TrainConfig) -> TrainConfig:
     return conf
 
 
-def check_chat_format(cfg: DictConfig) -> None:
-    """The model's chat template, before the model loads (smith.models.chat_format): one that cannot play
-    multi-turn tool episodes (not prefix-preserving, and no TRL training template for it) or that has no
-    thinking switch for `model.thinking=true` is refused in one line. A model not on disk yet (a tiny model
-    before its first build, a hub id not in the local cache) is checked when it loads."""
-    from transformers import AutoTokenizer
-
-    name = str(cfg.model.name_or_path)
-    path = _model_dir(cfg, name) if name in MODEL_DIRS else name
-    try:
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError):
-        return
-    chat_format(tok, thinking=bool(cfg.model.thinking))
-
-
 def check_places(cfg: DictConfig) -> None:
     """The directories and services a run uses besides its own directory, checked before any model loads (each
     used to fail after it): the tiny model's build directory (built in place behind a lock file beside it),
@@ -104,7 +88,7 @@ def check_places(cfg: DictConfig) -> None:
     elif name.startswith(("/", ".", "~")) and not (Path(name).expanduser() / "config.json").is_file():
         raise ConfigError(f"model.name_or_path={name} is not a model directory (no config.json); "
                           f"give a model directory, a hub id, tiny, tiny-warm or {REAL_SPEC}")
-    check_chat_format(cfg)
+    check_chat_format(_model_dir(cfg, name) if name in MODEL_DIRS else name, thinking=bool(cfg.model.thinking))
     if cfg.tasks.cache_dir:
         writable_dir(str(cfg.tasks.cache_dir), "tasks.cache_dir")
     if cfg.sandbox.url:
