@@ -47,17 +47,14 @@ def corpus(seed: int, n: int = 300) -> list[str]:
     return texts
 
 
-def train_tokenizer(corpus: list[str], vocab_size: int, single_digits: bool = False):  # noqa: ANN201
-    """A byte-level BPE over `corpus` with Qwen3's special and added tokens and its chat template; with
-    `single_digits`, every digit its own token, as Qwen3's tokenizer splits numbers."""
+def train_tokenizer(corpus: list[str], vocab_size: int):  # noqa: ANN201
+    """A byte-level BPE over `corpus` with Qwen3's special and added tokens and its chat template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
     from trl.chat_template_utils import qwen3_instruct_2507_chat_template
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    if single_digits:
-        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), tok.pre_tokenizer])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

@@ -65,9 +65,8 @@ from smith.rewards.judge import judge_prompt
 from smith.rollout.prompts import build_messages, inner_use_messages, use_messages
 from smith.toolspec import ToolSpec, parse_response
 
-WARM_VERSION = 9  # 6: float32 SFT (smith.train.args.mixed_precision); 7: output drills see the question;
-                  # 8: evaluator and judge demonstrations; 9: one token per digit (copy slips in long numbers
-                  # were most failed use episodes of v8)
+WARM_VERSION = 8  # 6: float32 SFT (smith.train.args.mixed_precision); 7: output drills see the question;
+                  # 8: evaluator and judge demonstrations
 MARKER = "smith_warm.json"  # the build's settings (key), the weights' checksum, the command that built it
 WEIGHTS = "model.safetensors"
 # The warm model ships with smith (a few MB): float32 SFT gives other weights on other CPU kinds, and the build
@@ -447,7 +446,7 @@ def warm_tokenizer(demos: list[Demo], vocab_size: int) -> Any:
     from smith.models.tiny import train_tokenizer
 
     draft = train_tokenizer([m["content"] for d in demos[:50] for m in d.messages], 400)
-    return train_tokenizer([render_text(d, draft) for d in demos], vocab_size, single_digits=True)
+    return train_tokenizer([render_text(d, draft) for d in demos], vocab_size)
 
 
 def fresh_model(tok: Any, s: WarmSettings) -> Any:
