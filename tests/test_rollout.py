@@ -371,7 +371,7 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     pool = ToolPool()
     task = UseTask("spell_backward", bank[("spell_backward", "easy")][:4], item, bank[("spell_backward", "hard")][2:6])
     ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5)
-    ro.s.max_completion_length = 1200  # the build, then the whole use prompt (system, tool block: ~530 tokens)
+    ro.settings.max_completion_length = 1200  # the build, then the whole use prompt (system, tool block: ~530 tokens)
     try:
         (s,) = ro.run([], [task], random.Random(2))
     finally:
@@ -405,7 +405,7 @@ def test_real_tiny_model_rollout_shapes(tiny_model_dir, sandbox, bank):
     pool = ToolPool()
     pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
     ro = make(policy, sandbox, pool, max_turns=2)
-    ro.s.max_completion_length = 24
+    ro.settings.max_completion_length = 24
     try:
         samples = ro.run([build_task(bank)] * 2, [UseTask("spell_backward", [], bank[("spell_backward", "hard")][0])]
                          * 2, random.Random(0))

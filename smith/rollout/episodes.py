@@ -124,7 +124,7 @@ class Rollout:
         self.sandbox = sandbox
         self.limits = limits
         self.pool = pool
-        self.s = settings
+        self.settings = settings
         self.evaluator = Metered(evaluator, "evaluator") if evaluator is not None else None
         self.judge = Metered(judge, "judge") if judge is not None else None
         # sandbox runs only: every model call stays on the calling thread (module docstring)
@@ -156,15 +156,15 @@ class Rollout:
 
     # -- build ---------------------------------------------------------------------------------------
     def _params(self, max_new_tokens: int) -> SamplingParams:
-        return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.s.temperature,
-                              top_p=self.s.top_p)
+        return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.settings.temperature,
+                              top_p=self.settings.top_p)
 
     def _generate_builds(self, tasks: Sequence[BuildTask]) -> list[Sample]:
         """The build samples, not yet graded (`grade_builds`)."""
         if not tasks:
             return []
         prompts = [self.policy.render(build_messages(t.examples)) for t in tasks]
-        gens = self.policy.continue_ids(prompts, self._params(self.s.max_completion_length))
+        gens = self.policy.continue_ids(prompts, self._params(self.settings.max_completion_length))
         samples = []
         for t, p, g in zip(tasks, prompts, gens, strict=True):
             s = Sample("build", t.category, list(p))
@@ -182,7 +182,7 @@ class Rollout:
         parsed = [p or parse_response(t) for p, t in zip(parsed or [None] * len(texts), texts, strict=True)]
         for trace, p in zip(traces, parsed, strict=True):
             trace["parse"] = {"ok": p.ok, "reason": str(p.reason), "detail": p.detail}
-        judged = self.s.judge != "none"
+        judged = self.settings.judge != "none"
         ok = [i for i, p in enumerate(parsed) if p.ok]
         specs = {i: parsed[i].spec if hasattr(parsed[i], "spec") else parsed[i] for i in ok}
         evals = dict(zip(ok, self._evaluate([(specs[i], tasks[i].heldout) for i in ok]), strict=True))
@@ -208,7 +208,7 @@ class Rollout:
                                    "no_tool_call": sum(t.status == "no_tool_call" for t in ev.traces)}
             if ev.r_eval > 0:
                 entry = PoolEntry(task.category, specs[i], ev.r_eval, None if math.isnan(r_judge) else r_judge,
-                                  self._step, self.s.source_run)
+                                  self._step, self.settings.source_run)
                 trace["admitted"] = self.admit(entry)
                 if trace["admitted"] is None:  # staged across ranks: `settle_admissions` tells it
                     self._pending.append((trace, entry))
@@ -226,12 +226,12 @@ class Rollout:
         for i, k in enumerate(keys):
             first.setdefault(k, i)
         distinct = [jobs[i] for i in first.values()]
-        if self.s.evaluator == "direct":
+        if self.settings.evaluator == "direct":
             results = list(self._executor.map(
                 lambda job: evaluate_direct(job[0], job[1], self.sandbox, self.limits, self.catalog), distinct))
         else:
-            results = evaluate_many(distinct, self.evaluator, self.sandbox, self.limits, self.s.evaluator_max_turns,
-                                    catalog=self.catalog)
+            results = evaluate_many(distinct, self.evaluator, self.sandbox, self.limits,
+                                    self.settings.evaluator_max_turns, catalog=self.catalog)
         graded = dict(zip(first, results, strict=True))
         return [graded[k] if first[k] == i else copy.deepcopy(graded[k]) for i, k in enumerate(keys)]
 
@@ -263,7 +263,7 @@ class Rollout:
         keys = [json.dumps(m) for m in prompts]
         distinct = dict(zip(keys, prompts, strict=True))  # the judge decodes greedily: one ask per distinct tool
         said = [g.text for g in self.judge.chat(list(distinct.values()),
-                                                 params=SamplingParams(max_new_tokens=self.s.judge_max_new_tokens))]
+                                                 params=SamplingParams(max_new_tokens=self.settings.judge_max_new_tokens))]
         answers = dict(zip(distinct, said, strict=True))
         replies = [answers[k] for k in keys]
         rewards = []
@@ -282,12 +282,12 @@ class Rollout:
         match = self.pool.matching(category, rng)
         if match is None:
             return None
-        if self.retriever is not None and len(self.pool) > self.s.menu_size:
+        if self.retriever is not None and len(self.pool) > self.settings.menu_size:
             entries = list(self.pool)
-            picked = self.retriever.shortlist(question, [e.document() for e in entries], self.s.menu_size)
+            picked = self.retriever.shortlist(question, [e.document() for e in entries], self.settings.menu_size)
             tools = [entries[i] for i in picked]
         else:
-            tools = [match, *self.pool.distractors(category, self.s.n_distractors, rng)]
+            tools = [match, *self.pool.distractors(category, self.settings.n_distractors, rng)]
             rng.shuffle(tools)
         return list(menu_names(tools).items())
 
@@ -318,12 +318,13 @@ class Rollout:
             samples.append(Sample("use", t.category, list(ids)))
             if menu is not None:
                 samples[-1].trace["menu"] = [f"{name} ({entry.category})" for name, entry in menu]
-            episodes.append(Episode(samples[-1], dict(menu or []), budget=self.s.max_completion_length, key=t))
+            episodes.append(Episode(samples[-1], dict(menu or []), budget=self.settings.max_completion_length, key=t))
         if inner:
             self._inner_builds([episodes[i] for i in inner], rng)
-        execute = menu_executor(self.sandbox, self.limits, self.s.max_tool_output_chars, self._executor)
-        turn = min(self.s.max_completion_length, self.s.max_turn_tokens)  # each turn, within the episode's budget
-        play(episodes, self.policy, self._params(turn), self.s.max_turns, execute)
+        execute = menu_executor(self.sandbox, self.limits, self.settings.max_tool_output_chars, self._executor)
+        # each turn, within the episode's budget
+        turn = min(self.settings.max_completion_length, self.settings.max_turn_tokens)
+        play(episodes, self.policy, self._params(turn), self.settings.max_turns, execute)
         for s, e in zip(samples, episodes, strict=True):
             s.truncated = e.truncated
             self._score_use(s, e)
@@ -332,7 +333,8 @@ class Rollout:
     def _inner_builds(self, episodes: list[Episode], rng: random.Random) -> None:
         """The policy writes a tool from the 4 examples, then continues the same episode with it."""
         samples = [e.transcript for e in episodes]
-        gens = self.policy.continue_ids([s.prompt_ids for s in samples], self._params(self.s.max_completion_length))
+        gens = self.policy.continue_ids([s.prompt_ids for s in samples],
+                                        self._params(self.settings.max_completion_length))
         fmt = self.policy.chat_format
         parsed = [parse_response(without_reasoning(g.text)) for g in gens]
         for s, g in zip(samples, gens, strict=True):
@@ -347,7 +349,7 @@ class Rollout:
                 e.end = "budget" if g.finish_reason == "length" else "no_tool"
                 continue
             own = PoolEntry(t.category, p.spec, 0.0)
-            others = self.pool.distractors(t.category, self.s.n_distractors, rng)
+            others = self.pool.distractors(t.category, self.settings.n_distractors, rng)
             tools = [own, *others]
             rng.shuffle(tools)
             e.menu = menu_names(tools)
@@ -372,5 +374,6 @@ class Rollout:
         if faults:
             s.rewards = dict.fromkeys(AXES, NAN)
             return
-        s.rewards["use"] = correctness_reward(correct, e.turns, self.s.max_turns, self.s.eta_mid, self.s.eta_min)
+        s.rewards["use"] = correctness_reward(correct, e.turns, self.settings.max_turns, self.settings.eta_mid,
+                                              self.settings.eta_min)
         s.rewards["tool"] = tool_execution_reward(used, len(e.calls) - ok, answer is not None)
