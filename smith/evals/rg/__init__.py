@@ -32,7 +32,7 @@ from smith.evals.suite import Suite
 
 from .baselines import METHODS, SINGLE_MODEL
 from .sources import ItemSource, ReasoningGym
-from .summary import write_summary
+from .summary import write_rg_summary
 
 BASELINES = tuple(METHODS)  # inference-time tool makers (rg.baselines), one module each
 MODES = ("cot", "build_use", "pool", *BASELINES)
@@ -196,7 +196,7 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSou
                          "tool_source": tool_rows.get(cat.name, {}).get("source") if cfg.mode != "cot" else None})
             bar.update(len(chunk))
     bar.close()
-    return write_summary(out, cfg, identity, [log.rows[k] for k in by_key], tool_rows, source=source)
+    return write_rg_summary(out, cfg, identity, [log.rows[k] for k in by_key], tool_rows, source=source)
 
 
 def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], source: ItemSource, cats: list[Any],
@@ -217,7 +217,7 @@ def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], source: 
             EpisodeLog(out / "toolsets.jsonl", key="key"),
             lambda name, n: source.examples(by_name[name], n))
         tool_rows, block = baselines.run(cfg, ctx)
-    return write_summary(out, cfg, identity, [log.rows[k] for k in keys], tool_rows, {"baseline": block}, source)
+    return write_rg_summary(out, cfg, identity, [log.rows[k] for k in keys], tool_rows, {"baseline": block}, source)
 
 
 SUITE = Suite("rg", check, run)  # the suite interface (smith.evals)

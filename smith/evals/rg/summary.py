@@ -13,9 +13,9 @@ from .metrics import accuracy_table
 from .sources import ItemSource, ReasoningGym
 
 
-def write_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: list[dict[str, Any]],
-                  tool_rows: dict[str, dict[str, Any]], extra: dict[str, Any] | None = None,
-                  source: ItemSource | None = None) -> dict:
+def write_rg_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: list[dict[str, Any]],
+                     tool_rows: dict[str, dict[str, Any]], extra: dict[str, Any] | None = None,
+                     source: ItemSource | None = None) -> dict:
     """summary.json (results schema: macro and group accuracies, the accuracy over all questions, mean I/O tokens
     per question as metrics), results.md and accuracy_by_group.png from the episode rows of this run's questions
     (`extra`: a mode's own details, e.g. a baseline's budgets and spend; `source`: whose headline row results.md
