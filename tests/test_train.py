@@ -257,6 +257,17 @@ def test_task_stream_is_stratified_and_split_one_to_one():
         TaskSource(cats, 4, 16, seed=4, cache_dir=None).category("build", i) for i in range(6)]
 
 
+def test_a_task_keys_kind_is_one_enum():
+    """The trainer reads a key's kind through `EpisodeKind.of`, never by matching string prefixes."""
+    from smith.rollout.episodes import EpisodeKind
+
+    assert [EpisodeKind.of(k) for k in ("build:0", "use:3", "use:7:lcm")] == [
+        EpisodeKind.BUILD, EpisodeKind.USE, EpisodeKind.USE]
+    for bad in ("judge:1", "builds:0", ""):
+        with pytest.raises(ValueError, match=rf"^bad task key '{bad}' \(want build:N or use:N"):
+            EpisodeKind.of(bad)
+
+
 @pytest.mark.parametrize("override", ["evaluator.kind=selff", "judge.kind=off", "generation.backend=vllm2",
                                       "dapo.advantage=gdpo", "sandbox.isolation=none"])
 def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path, in_process):

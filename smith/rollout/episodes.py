@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from sandbox import FAULT
@@ -38,11 +39,26 @@ from smith.toolspec import Reason, parse_response
 NAN = float("nan")
 
 
+class EpisodeKind(StrEnum):
+    """The two halves of a SMITH step. A task key (the prompt TRL's sampler hands out) is `<kind>:<ordinal>`,
+    optionally `:<category>`; `EpisodeKind.of` reads its kind."""
+
+    BUILD = "build"
+    USE = "use"
+
+    @classmethod
+    def of(cls, key: str) -> EpisodeKind:
+        try:
+            return cls(key.split(":", 1)[0])
+        except ValueError:
+            raise ValueError(f"bad task key '{key}' (want build:N or use:N, optionally :CATEGORY)") from None
+
+
 @dataclass
 class Sample:
     """One trajectory as the trainer needs it. `mask` is 0 on tool-output tokens (not trained on)."""
 
-    kind: str
+    kind: EpisodeKind
     category: str
     prompt_ids: list[int]
     completion_ids: list[int] = field(default_factory=list)
@@ -167,7 +183,7 @@ class Rollout:
         gens = self.policy.continue_ids(prompts, self._params(self.settings.max_completion_length))
         samples = []
         for t, p, g in zip(tasks, prompts, gens, strict=True):
-            s = Sample("build", t.category, list(p))
+            s = Sample(EpisodeKind.BUILD, t.category, list(p))
             s.extend(g.completion_ids, g.logprobs, trained=True)
             s.truncated = g.finish_reason == "length"
             s.trace["response"] = g.text
@@ -315,7 +331,7 @@ class Rollout:
                 inner.append(len(samples))
             else:
                 ids = self.policy.render(use_messages(t.item.question), [e.tool.openai_tool(name) for name, e in menu])
-            samples.append(Sample("use", t.category, list(ids)))
+            samples.append(Sample(EpisodeKind.USE, t.category, list(ids)))
             if menu is not None:
                 samples[-1].trace["menu"] = [f"{name} ({entry.category})" for name, entry in menu]
             episodes.append(Episode(samples[-1], dict(menu or []), budget=self.settings.max_completion_length, key=t))

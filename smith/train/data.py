@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from smith.config import BuildConfig, TasksConfig
-from smith.rollout.episodes import BuildTask, UseTask
+from smith.rollout.episodes import BuildTask, EpisodeKind, UseTask
 from smith.tasks import items
 
 
@@ -62,17 +62,15 @@ class TaskSource:
         return named[0] if named else self.category(kind, int(ordinal))
 
     def task(self, key: str) -> BuildTask | UseTask:
-        kind = key.split(":")[0]
+        kind = EpisodeKind.of(key)
         rng = random.Random(f"{self.seed}:{key}")
         category = self.category_of(key)
         examples = rng.sample(self.bank(category, self.band_examples), self.n_examples)
         hard = self.bank(category, self.band_heldout)
-        if kind == "build":
+        if kind is EpisodeKind.BUILD:
             return BuildTask(category, examples, rng.sample(hard, self.k_heldout))
-        if kind == "use":
-            picked = rng.sample(hard, self.k_heldout + 1)
-            return UseTask(category, examples, picked[0], picked[1:], key=f"{self.seed}:{key}")
-        raise ValueError(f"bad task key '{key}' (want build:N or use:N, optionally :CATEGORY)")
+        picked = rng.sample(hard, self.k_heldout + 1)
+        return UseTask(category, examples, picked[0], picked[1:], key=f"{self.seed}:{key}")
 
 
 def prompt_rows(n_prompts: int, build_fraction: float = 0.5) -> list[dict[str, str]]:
@@ -80,10 +78,10 @@ def prompt_rows(n_prompts: int, build_fraction: float = 0.5) -> list[dict[str, s
     batch half build, half use."""
     if build_fraction != 0.5:
         period = round(1 / build_fraction) if build_fraction > 0 else 0
-        kinds = ["build" if period and i % period == 0 else "use" for i in range(n_prompts)]
+        kinds = [EpisodeKind.BUILD if period and i % period == 0 else EpisodeKind.USE for i in range(n_prompts)]
     else:
-        kinds = ["build" if i % 2 == 0 else "use" for i in range(n_prompts)]
-    seen = {"build": 0, "use": 0}
+        kinds = [EpisodeKind.BUILD if i % 2 == 0 else EpisodeKind.USE for i in range(n_prompts)]
+    seen = dict.fromkeys(EpisodeKind, 0)
     rows = []
     for k in kinds:
         rows.append({"prompt": f"{k}:{seen[k]}"})

@@ -29,7 +29,7 @@ from yaml import YAMLError
 from smith.config import TrainConfig, field_of, typed
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
-from smith.rollout.episodes import RolloutSettings, Sample
+from smith.rollout.episodes import EpisodeKind, RolloutSettings, Sample
 from smith.train.adapters import evaluator_state, gathered
 
 COMPLETE = "smith_checkpoint.json"  # written last: a checkpoint without it was interrupted and is ignored
@@ -120,7 +120,7 @@ class Session:
                 print(f"warning: step {step}, rank {rank}: the evaluator made no tool call that parsed on any of its "
                       f"{questions} questions, so every r_eval is 0 and no tool enters the pool; its replies must "
                       "call the tool in its chat format's syntax (smith.models.chat_format)", file=sys.stderr)
-        uses = [s for s in samples if s.kind == "use"]
+        uses = [s for s in samples if s.kind == EpisodeKind.USE]
         if uses:
             m["use/correct"] = sum(bool(s.trace.get("correct")) for s in uses) / len(uses)
             m["use/turns"] = sum(s.trace.get("turns", 0) for s in uses) / len(uses)

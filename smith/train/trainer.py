@@ -25,7 +25,7 @@ from trl import GRPOTrainer
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from smith.rewards import AXES
-from smith.rollout.episodes import Rollout, Sample
+from smith.rollout.episodes import EpisodeKind, Rollout, Sample
 from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER, sync_evaluator
 from smith.train.advantages import ADVANTAGES
 
@@ -157,17 +157,16 @@ class SmithTrainer(GRPOTrainer):
             for key in keys:  # the G repeats of a key share one task object (one GRPO group)
                 if key not in tasks:
                     tasks[key] = self.tasks.task(key)
-            build = [tasks[k] for k in keys if k.startswith("build:")]
-            use = [tasks[k] for k in keys if k.startswith("use:")]
+            build = [tasks[k] for k in keys if EpisodeKind.of(k) is EpisodeKind.BUILD]
+            use = [tasks[k] for k in keys if EpisodeKind.of(k) is EpisodeKind.USE]
             rng = random.Random(f"{sess.seed}:{step}:{self.accelerator.process_index}{tag}")
             t0 = time.perf_counter()
             samples = self.rollout.run(build, use, rng, step)
             grading = self.rollout.last_grading_seconds
             timing["generation"] += time.perf_counter() - t0 - grading
             timing["grading"] += grading
-        by_kind = {"build": iter([s for s in samples if s.kind == "build"]),
-                   "use": iter([s for s in samples if s.kind == "use"])}
-        return [next(by_kind[k.split(":")[0]]) for k in keys]  # back to TRL's order
+        by_kind = {kind: iter([s for s in samples if s.kind == kind]) for kind in EpisodeKind}
+        return [next(by_kind[EpisodeKind.of(k)]) for k in keys]  # back to TRL's order
 
     def _signal(self, samples: list[Sample]) -> list[bool]:
         """Per group of G consecutive samples: whether its rewards carry signal, by the step's own estimator."""
@@ -250,7 +249,7 @@ class SmithTrainer(GRPOTrainer):
         out["tool_mask"] = mask * keep.unsqueeze(1).to(mask.dtype)
         kept = out["completion_mask"] * out["tool_mask"]
         out["num_items_in_batch"] = self.accelerator.gather(kept.sum()).sum()
-        is_build = torch.tensor([x["prompt"].startswith("build:") for x in inputs], device=kept.device)
+        is_build = torch.tensor([EpisodeKind.of(x["prompt"]) is EpisodeKind.BUILD for x in inputs], device=kept.device)
         out["is_build"] = is_build  # split with the batch by TRL, like every (B, ...) tensor
         out["num_items_build"] = self.accelerator.gather(kept[is_build].sum()).sum()
         out["num_items_use"] = self.accelerator.gather(kept[~is_build].sum()).sum()
