@@ -240,3 +240,21 @@ def test_10000_calls_leave_processes_and_descriptors_flat(sb):
 @pytest.mark.slow
 def test_10000_single_call_runs_leave_processes_and_descriptors_flat(sb):
     _flatness(sb, runs=10_000, calls_per_run=1)
+
+
+def test_open_sandbox_builds_what_a_settings_section_names():
+    """The one place smith builds its sandbox (train.py's `sandbox`, a suite's `sandbox`): remote at `url`, else
+    local with the section's isolation and workers; the per-call limits from the same section."""
+    from types import SimpleNamespace
+
+    from sandbox import RemoteSandbox, open_sandbox
+
+    section = SimpleNamespace(url=None, isolation="strict", workers=2, timeout_s=1.5, memory_mb=256)
+    sb, limits = open_sandbox(section)
+    with sb:
+        assert isinstance(sb, Sandbox) and (sb.isolation, sb.size) == ("strict", 2)
+        assert sb.run("def f(x):\n    return x + 1\n", "f", [{"x": 1}], limits=limits)[0].value == 2
+    assert (limits.timeout_s, limits.memory_mb) == (1.5, 256)
+    remote, _ = open_sandbox(SimpleNamespace(**{**vars(section), "url": "http://127.0.0.1:9"}))
+    assert isinstance(remote, RemoteSandbox) and remote.url == "http://127.0.0.1:9"
+    remote.close()

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from sandbox import open_sandbox
 from smith.errors import ConfigError, writable_dir
 from smith.models.chat_format import chat_format
 from smith.models.real import REAL_SPEC
@@ -116,17 +117,6 @@ def save_final(trainer: Any, tok: Any, run_dir: Path, cfg: DictConfig, base: str
     (run_dir / "README.md").write_text("\n".join(card) + "\n")
 
 
-def make_sandbox(cfg: DictConfig) -> tuple[Any, Any]:
-    from sandbox import Limits, Sandbox
-
-    limits = Limits(timeout_s=float(cfg.sandbox.timeout_s), memory_mb=int(cfg.sandbox.memory_mb))
-    if cfg.sandbox.url:
-        from sandbox import RemoteSandbox
-
-        return RemoteSandbox(str(cfg.sandbox.url)), limits
-    return Sandbox(isolation=str(cfg.sandbox.isolation), workers=int(cfg.sandbox.workers)), limits
-
-
 def script_function(spec: str) -> Any:
     """`generation.backend=scripted generation.script=module:function`: scripted text, real everything else
     (dry runs of the whole pipeline, and tests that need a non-empty pool in a subprocess). Imported before the
@@ -225,7 +215,7 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         print(f"no complete checkpoint in {run_dir}; starting from step 0")
 
     with ExitStack() as stack:
-        sandbox, limits = make_sandbox(cfg)
+        sandbox, limits = open_sandbox(cfg.sandbox)
         stack.callback(sandbox.close)
         # the warm and cold-started models live at a local path only: checkpoints name that path as their base
         base = model_path if cfg.model.name_or_path == "tiny-warm" or int(cfg.cold.demos) > 0 else None

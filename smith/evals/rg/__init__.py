@@ -97,15 +97,10 @@ def _limits(sb: DictConfig) -> Any:
 
 
 def _sandbox(cfg: DictConfig) -> tuple[Any, Any]:
-    from sandbox import Sandbox
+    from sandbox import open_sandbox
 
-    sb = cfg.suite.sandbox
-    limits = _limits(sb)
-    if sb.get("url"):
-        from sandbox import RemoteSandbox
-
-        return RemoteSandbox(str(sb.url)), limits
-    return Sandbox(isolation=str(sb.isolation), workers=int(sb.workers)), limits
+    _limits(cfg.suite.sandbox)  # a bad value is a one-line error
+    return open_sandbox(cfg.suite.sandbox)
 
 
 def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSource | None = None) -> dict:
