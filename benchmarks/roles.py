@@ -1,7 +1,8 @@
 """Per-role protocol table of a policy (smith.train.roles): builds, the self evaluator, the judge, each on the
 rollout's own code paths, on questions and tools of a stream of their own. Last line:
 
-    roles build_parsed=<x> build_right=<x> evaluator_called=<x> evaluator_agrees=<x> judge_parsed=<x> judge_auc=<x>
+    roles build_parsed=<x> build_right=<x> use_right=<x> use_no_call=<x> evaluator_called=<x> evaluator_agrees=<x>
+          judge_parsed=<x> judge_auc=<x>
 
     python benchmarks/roles.py [--model SPEC] [--tools 8] [--questions 8] [--categories lcm prime_factorization]
 
@@ -45,6 +46,7 @@ def main() -> None:
     for name, value in table.rows():
         print(f"| {name} | {value} |")
     print(f"roles build_parsed={table.build_parsed:.3f} build_right={table.build_right:.3f} "
+          f"use_right={table.use_right:.3f} use_no_call={table.use_no_call:.3f} "
           f"evaluator_called={table.evaluator_called:.3f} evaluator_agrees={table.evaluator_agrees:.3f} "
           f"judge_parsed={table.judge_parsed:.3f} judge_auc={table.judge_auc:.3f}")
 

@@ -238,7 +238,8 @@ def test_the_shipped_warm_model_is_current(warm_model_dir):
 
 def test_the_warm_model_plays_every_role(warm_model_dir, sandbox, rg_cache):
     """Per-role protocol check (smith.train.roles; docs/training.md, "Every role the policy plays"): the self
-    evaluator ends nearly every question in a call of the tool, and the judge's verdicts parse."""
+    evaluator ends nearly every question in a call of the tool, the judge's verdicts parse, use episodes call
+    the tools and answer."""
     from smith.models.hf import HFBackend
     from smith.train.roles import role_table
 
@@ -246,6 +247,7 @@ def test_the_warm_model_plays_every_role(warm_model_dir, sandbox, rg_cache):
                        ("lcm", "prime_factorization"), str(rg_cache), tools_per_category=4, questions=4)
     assert table.evaluator_called >= 0.9 and table.evaluator_agrees >= 0.75, table
     assert table.judge_parsed >= 0.9 and table.build_parsed >= 0.5, table
+    assert table.use_episodes == 8 and table.use_right >= 0.25 and table.use_no_call <= 0.5, table
 
 
 def test_unusable_model_dir_is_a_one_line_error(tmp_path):
