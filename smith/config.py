@@ -234,6 +234,19 @@ class OpenAIConfig:
 
 
 @dataclass
+class DistillConfig:
+    """The distillation recipes' section (smith.train.distill): SFT of the LoRA policy on a teacher's traces."""
+
+    format: str = knob("retool", "the traces' format", choices=("retool", "latm"))
+    traces: str | None = knob(None, "a JSONL file, one teacher trace a line (needed)")
+    epochs: float = knob(2.0, "passes over the traces", min=0.0)
+    max_steps: int = knob(-1, "> 0 overrides epochs", min=-1)
+    learning_rate: float = knob(1.0e-4, "peak learning rate (cosine)", min=0.0)
+    batch_size: int = knob(4, "traces per optimizer step", min=1)
+    max_length: int = knob(4096, "tokens kept per trace", min=1)
+
+
+@dataclass
 class TrainConfig:
     """`python train.py`: the root. `smith train --cfg job` prints it resolved, with the recipe applied."""
 
@@ -266,8 +279,8 @@ class TrainConfig:
                                    factory=dict)
     openai: OpenAIConfig = knob(help="model=openai:<base_url>#<model> and external evaluator/judge endpoints",
                                 factory=OpenAIConfig)
-    distill: dict[str, Any] | None = knob(None, "the distillation recipes' own section (smith.train.distill); "
-                                             "null for SMITH training")
+    distill: DistillConfig | None = knob(None, "the distillation recipes' own section (smith.train.distill); "
+                                            "null for SMITH training")
 
     def __post_init__(self) -> None:
         if self.tasks.seed == II("seed"):  # built in Python, not by Hydra: resolve the interpolation here
@@ -351,6 +364,28 @@ def _check(key: str, value: Any, f: dataclasses.Field) -> str | None:
     return None
 
 
+def as_plain(conf: Any) -> dict[str, Any]:
+    """A typed config as plain nested data (dicts, lists, scalars): what a run's config.yaml records, a resume
+    compares and wandb receives."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.structured(conf), resolve=True)
+
+
+def _unknown_key(node: Any, schema: type, prefix: str = "") -> str | None:
+    """The first key of a composed config that is no field of `schema` (sections checked against theirs)."""
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    for key in node:
+        f = fields.get(str(key))
+        if f is None:
+            return f"{prefix}{key}"
+        kind, value = _kinds(f.type)[0], node[key]
+        if dataclasses.is_dataclass(kind) and value is not None \
+                and (found := _unknown_key(value, kind, f"{prefix}{key}.")):
+            return found
+    return None
+
+
 def typed(cfg: Any) -> TrainConfig:
     """The typed, validated config from Hydra's composed DictConfig (a TrainConfig is returned as it is): built
     once at start-up (smith.train.checks.check_config) and passed down."""
@@ -359,6 +394,8 @@ def typed(cfg: Any) -> TrainConfig:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    if unknown := _unknown_key(cfg, TrainConfig):  # `+max_step=3` adds a key to any node, schema or not
+        raise ConfigError(f"{unknown} is not a training setting (smith.config); `smith train --cfg job` lists them")
     try:
         conf = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as e:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from smith.config import TrainConfig, problem
+from smith.config import TrainConfig, problem, typed
 from smith.errors import ConfigError, guarded
 
 RECIPES = Path(__file__).resolve().parent / "recipes"  # in a checkout a link to ../recipes; a wheel holds the files
@@ -77,6 +77,11 @@ def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = ()
     return cfg
 
 
+def train_config(overrides: list[str]) -> TrainConfig:
+    """`python train.py OVERRIDES`'s typed config: composed, then converted and validated once (smith.config)."""
+    return typed(compose("config", overrides, ("recipe",)))
+
+
 def parse_argv(argv: list[str]) -> tuple[bool, list[str]]:
     """Split `--cfg job` (print the resolved config) from Hydra overrides."""
     show, rest, i = False, [], 0
@@ -136,7 +141,7 @@ def train_main(argv: list[str] | None = None) -> None:
     def run(cfg: DictConfig) -> None:
         from smith.train import main
 
-        main(cfg)
+        main(typed(cfg))
 
     main_entry("config", ("recipe",), run, argv)
 

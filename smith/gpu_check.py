@@ -333,11 +333,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     run_dir = work / ("run-dry" if a.dry_run else "run")
     model_dir = build_random_model(work / ("model-dry" if a.dry_run else "model"), a.dry_run)
 
-    from smith.entry import compose
+    from smith.entry import train_config
     from smith.train.run import train
 
-    cfg = compose("config", overrides(model_dir, run_dir, a.dry_run, a.steps), ("recipe",))
-    train(cfg, run_dir)
+    train(train_config(overrides(model_dir, run_dir, a.dry_run, a.steps)), run_dir)
     peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() and not a.dry_run else None
     result = report(run_dir, peak, time.perf_counter() - t0, 2 * 8)
     result["device"] = torch.cuda.get_device_name() if peak is not None else "cpu (dry run)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import re
 import textwrap
 
 import pytest
@@ -133,13 +134,32 @@ def test_a_resume_of_a_run_saved_before_a_setting_existed_sees_no_change(tmp_pat
     """A run saved before the schema gained a setting ran with its default: resuming it is not a change."""
     from omegaconf import OmegaConf
 
-    from smith.entry import compose
+    from smith.config import as_plain
+    from smith.entry import train_config
     from smith.train.session import config_changes
 
-    cfg = compose("config", ["recipe=tiny-random"])
-    saved = OmegaConf.to_container(cfg, resolve=True)
+    cfg = train_config(["recipe=tiny-random"])
+    saved = as_plain(cfg)
     del saved["dapo"]["advantage"], saved["distill"]
     OmegaConf.save(OmegaConf.create(saved), tmp_path / "config.yaml")
     assert config_changes(cfg, tmp_path) == []
-    changed = compose("config", ["recipe=tiny-random", "dapo.advantage=sum_then_normalize"])
+    changed = train_config(["recipe=tiny-random", "dapo.advantage=sum_then_normalize"])
     assert config_changes(changed, tmp_path) == ['dapo.advantage: (absent) -> "sum_then_normalize"']
+
+
+@pytest.mark.parametrize("recipe", sorted(p.stem for p in (ROOT / "recipes" / "recipe").glob("*.yaml")))
+def test_every_recipe_composes_into_the_typed_config(recipe):
+    from smith.entry import train_config
+
+    conf = train_config([f"recipe={recipe}"])
+    assert isinstance(conf, TrainConfig) and conf.name == recipe
+
+
+@pytest.mark.parametrize("override", ["+max_step=3", "+dapo.learnin_rate=1", "+rewards.weights.uze=1"])
+def test_a_key_the_schema_lacks_is_a_one_line_error_naming_it(override):
+    """Hydra's `+key=value` (and so a key a recipe adds) lands in any node; the typed config refuses it."""
+    from smith.entry import train_config
+
+    key = override[1:].partition("=")[0]
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)} is not a training setting"):
+        train_config(["recipe=tiny-random", override])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import compose, train_config
 
 from .conftest import ROOT
 
@@ -79,7 +79,7 @@ def test_distill_recipe_trains_an_adapter_that_eval_loads(fmt, tiny_model_dir, t
         assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
         assert f"smith: distilled 6 retool traces into {out}" in p.stdout
     else:
-        cfg = compose("config", args, ("recipe",))
+        cfg = train_config(args)
         assert distill(cfg, resolve_run_dir(cfg)) == out
     info = json.loads((out / "distill.json").read_text())
     assert info["format"] == fmt and info["n_traces"] == 6 and info["steps"] == 3

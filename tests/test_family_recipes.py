@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import train_config
 from smith.models.chat_format import ENDPOINT, ReplyFormat
 from smith.models.scripted import ScriptedBackend
 from smith.models.serve import running
@@ -40,8 +40,8 @@ def train(recipe: str, model: Path, run: Path, cache: Path, *extra: str,
           script: str = "smith.train.dry_run:family_tools") -> tuple[list[dict], list[dict]]:
     """`python train.py recipe=... ...`: the same composition and run, in this process (a second interpreter would
     cost more than the step)."""
-    cfg = compose("config", [f"recipe={recipe}", f"model.name_or_path={model}", *SHAPES, f"generation.script={script}",
-                             f"tasks.cache_dir={cache}", f"output_dir={run}", *extra], ("recipe",))
+    cfg = train_config([f"recipe={recipe}", f"model.name_or_path={model}", *SHAPES, f"generation.script={script}",
+                             f"tasks.cache_dir={cache}", f"output_dir={run}", *extra])
     run_training(cfg, resolve_run_dir(cfg))
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     episodes = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]

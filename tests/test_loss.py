@@ -8,7 +8,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from smith.entry import compose
+from smith.entry import train_config
 from smith.train.args import grpo_args
 from smith.train.data import prompt_rows
 from smith.train.trainer import AXIS_REWARDS, SmithTrainer, kept_rows
@@ -19,7 +19,7 @@ LENGTHS = torch.tensor([12, 3, 9, 4])  # build completions longer than use ones,
 
 
 def _trainer(tiny_model_dir, tmp_path, loss_norm: str) -> SmithTrainer:
-    cfg = compose("config", ["recipe=tiny-random", f"dapo.loss_norm={loss_norm}"], ("recipe",))
+    cfg = train_config(["recipe=tiny-random", f"dapo.loss_norm={loss_norm}"])
     args = grpo_args(cfg, tmp_path, on_gpu=False, num_processes=1)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)

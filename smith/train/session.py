@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from transformers import TrainerCallback
 from yaml import YAMLError
 
-from smith.config import TrainConfig, field_of, typed
+from smith.config import TrainConfig, as_plain, field_of
 from smith.errors import ConfigError
 from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
 from smith.rollout.episodes import EpisodeKind, RolloutSettings, Sample
@@ -40,14 +40,14 @@ class Session:
     """What one run keeps beside TRL's trainer: the tool pool, admissions staged across ranks, the evaluator
     sync step, and the run's logs (metrics.jsonl, rollouts.jsonl)."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, pool: ToolPool, base_model: str | None = None) -> None:
+    def __init__(self, conf: TrainConfig, run_dir: Path, pool: ToolPool, base_model: str | None = None) -> None:
         """`base_model`: what checkpoints name as their base (default: the recipe's model.name_or_path)."""
-        self.base_model = base_model or str(cfg.model.name_or_path)
+        self.base_model = base_model or conf.model.name_or_path
         self.run_dir = run_dir
         self.pool = pool
-        self.seed = int(cfg.seed)
-        self.sync_every = int(cfg.evaluator.sync_every)
-        self.has_evaluator_copy = cfg.evaluator.kind == "self" or cfg.judge.kind == "self"
+        self.seed = conf.seed
+        self.sync_every = conf.evaluator.sync_every
+        self.has_evaluator_copy = conf.evaluator.kind == "self" or conf.judge.kind == "self"
         self.last_sync = 0
         self.staged: list[PoolEntry] = []
         self.step_metrics: dict[str, float] = {}
@@ -346,7 +346,7 @@ def _configs(run_dir: Path) -> list[Path]:
     return [p for p in [run_dir / CONFIG, *(p for _, p in resumed)] if p.is_file()]
 
 
-def config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
+def config_changes(conf: TrainConfig, run_dir: Path) -> list[str]:
     """A resume's settings that differ from the ones the run last ran with, `key: old -> new` each (values as
     JSON; `(absent)` for a key one side lacks), RESUME_MAY_CHANGE left out. A run directory without a saved
     config (none was written yet) has none."""
@@ -358,7 +358,7 @@ def config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
     except (OSError, YAMLError, OmegaConfBaseException) as e:
         raise ConfigError(f"resume={run_dir}: {saved[-1]} is unreadable ({type(e).__name__}); restore it to "
                           "compare this resume's settings with the run's") from None
-    new = _flat(OmegaConf.to_container(cfg, resolve=True))
+    new = _flat(as_plain(conf))
 
     absent = object()
 
@@ -375,19 +375,19 @@ def config_changes(cfg: DictConfig, run_dir: Path) -> list[str]:
             and not any(k == m or (m.endswith(".") and k.startswith(m)) for m in RESUME_MAY_CHANGE)]
 
 
-def check_resume_config(cfg: DictConfig, run_dir: Path) -> list[str]:
+def check_resume_config(conf: TrainConfig, run_dir: Path) -> list[str]:
     """Refuse a resume whose settings differ from the run's (a silently changed learning rate or category list
     would make one run of two), showing the diff above the error line, unless resume_allow_changes=true;
     returns the accepted changes (for the caller to print). Reads files only: runs before any model loads."""
-    changes = config_changes(cfg, run_dir)
-    if changes and not cfg.resume_allow_changes:
+    changes = config_changes(conf, run_dir)
+    if changes and not conf.resume_allow_changes:
         raise ConfigError(f"resume={run_dir}: {len(changes)} setting(s) differ from the run's saved config "
                           "(listed above); drop those overrides, or pass resume_allow_changes=true to resume "
                           "with them", details=changes)
     return changes
 
 
-def save_config(cfg: DictConfig, run_dir: Path, resumed_from: Path | None = None) -> Path:
+def save_config(conf: TrainConfig, run_dir: Path, resumed_from: Path | None = None) -> Path:
     """The first start writes config.yaml; each resume adds config.resume-N.yaml (naming its checkpoint) and
     leaves the earlier ones as they are, so the run's history of settings stays readable."""
     path = run_dir / CONFIG
@@ -395,13 +395,12 @@ def save_config(cfg: DictConfig, run_dir: Path, resumed_from: Path | None = None
     if path.exists():
         path = run_dir / f"config.resume-{len(_configs(run_dir))}.yaml"
         note = f"# resumed from {resumed_from.name if resumed_from else 'step 0 (no checkpoint)'}\n"
-    path.write_text(note + OmegaConf.to_yaml(cfg, resolve=True))
+    path.write_text(note + OmegaConf.to_yaml(as_plain(conf)))
     return path
 
 
-def rollout_settings(cfg: DictConfig | TrainConfig, run_dir: Path) -> RolloutSettings:
+def rollout_settings(conf: TrainConfig, run_dir: Path) -> RolloutSettings:
     """The rollout's settings from the typed config (smith.config)."""
-    conf = typed(cfg)
     return RolloutSettings(
         max_completion_length=conf.dapo.max_completion_length,
         temperature=conf.dapo.temperature,
