@@ -66,13 +66,6 @@ class FixedRollout:
     def _take(self, key):
         return [self.samples[key].pop(0)] if self.samples[key] else []
 
-    def withdraw(self, kept) -> set:
-        """The pre-made samples stage no tool, so there is nothing to withdraw."""
-        return set()
-
-    def settle_admissions(self, verdicts) -> None:
-        """The pre-made samples stage no tool, so there is nothing to tell."""
-
     def take_meters(self) -> dict:
         """No model generates here: no per-role counts."""
         return {}

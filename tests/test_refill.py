@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from smith.entry import train_config
 from smith.errors import ConfigError
 from smith.pool import PoolEntry, ToolPool
-from smith.rollout.episodes import Rollout, Sample
+from smith.rollout.episodes import Sample
 from smith.toolspec import ToolSpec
 from smith.train.args import grpo_args, per_device_batch
 from smith.train.data import prompt_rows
@@ -56,28 +56,14 @@ class ScriptedRollout:
             out.append(s)
         return out
 
-    def withdraw(self, kept: set[int]) -> set[int]:
-        """The scripted samples stage no tool."""
-        return set()
-
-    def settle_admissions(self, verdicts: dict) -> None:
-        """The scripted samples stage no tool."""
-
     def take_meters(self) -> dict[str, float]:
         """No model generates here: no per-role counts."""
         return {}
 
 
-class StagingRollout(ScriptedRollout):
-    """Also writes one tool per build key and stages it under the session, as the trainer's rollout does; staged
-    candidates are withdrawn and settled by the real rollout's code."""
-
-    withdraw = Rollout.withdraw
-    settle_admissions = Rollout.settle_admissions
-
-    def __init__(self, tok, ties: Callable[[str], bool], session: Session) -> None:
-        super().__init__(tok, ties)
-        self.session, self._pending = session, []
+class ToolRollout(ScriptedRollout):
+    """Also writes one tool per build key and leaves it as the sample's pool candidate, as the trainer's rollout
+    does; the trainer admits those of the groups its update sees."""
 
     def run(self, build: list[str], use: list[str], rng, step: int) -> list[Sample]:
         out = super().run(build, use, rng, step)
@@ -86,10 +72,8 @@ class StagingRollout(ScriptedRollout):
             code = f"def {name}(question: str) -> str:\n    return question\n"
             schema = {"name": name, "description": "echo", "parameters": {
                 "type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}}
-            entry = PoolEntry(self.category_of(key), ToolSpec(code, schema, name), 1.0)
-            s.trace.update(key=key, admitted=None)
-            self.session.stage(entry)
-            self._pending.append((s.trace, entry))
+            s.candidate = PoolEntry(self.category_of(key), ToolSpec(code, schema, name), 1.0)
+            s.trace["key"] = key
         return out
 
     category_of = staticmethod(lambda key: Keys().category_of(key))
@@ -119,14 +103,14 @@ class Batches(SmithTrainer):
 
 
 def run(tiny_model_dir: Path, tmp_path: Path, ties: Callable[[str], bool], *overrides: str, steps: int = 1,
-        staging: bool = False):
+        tools: bool = False):
     cfg = train_config(["recipe=tiny-random", f"dapo.num_generations={G}", f"dapo.prompts_per_step={PROMPTS}",
                              f"max_steps={steps}", "save_every=100", "judge.kind=none", *overrides])
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     session = Session(cfg, run_dir, ToolPool())
-    rollout = StagingRollout(tok, ties, session) if staging else ScriptedRollout(tok, ties)
+    rollout = ToolRollout(tok, ties) if tools else ScriptedRollout(tok, ties)
     trainer = Batches(model=AutoModelForCausalLM.from_pretrained(tiny_model_dir), reward_funcs=AXIS_REWARDS,
                       args=grpo_args(cfg, run_dir, on_gpu=False, num_processes=1), processing_class=tok,
                       train_dataset=Dataset.from_list(prompt_rows(PROMPTS * steps)), session=session, tasks=Keys(),
@@ -142,7 +126,7 @@ def test_refill_keeps_stratification_logs_every_episode_and_admits_only_what_is_
     """Issue 44, item 4: a replacement group has the category of the group it replaces; the groups a refill
     generated and did not train on (and the tied ones it replaced) are logged with `kept: false` and admit no
     tool; the kept build groups' tools are admitted."""
-    _, _, episodes, ran = run(tiny_model_dir, tmp_path, tied, "dapo.dynamic_sampling=refill", staging=True)
+    _, _, episodes, ran = run(tiny_model_dir, tmp_path, tied, "dapo.dynamic_sampling=refill", tools=True)
     keys = Keys()
     kept = [e for e in episodes if e["kept"]]
     original = ["build:0", "use:0", "build:1", "use:1"]

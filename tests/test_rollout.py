@@ -20,7 +20,7 @@ from smith.models.base import Generation
 from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
-from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask
+from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask, admit
 from smith.rollout.prompts import inner_use_messages
 from smith.tasks import items
 from smith.toolspec import ToolSpec
@@ -85,7 +85,8 @@ def test_build_correct_malformed_and_raising_tools(tok, sandbox, bank):
     assert math.isnan(bad.rewards["judge"]) and math.isnan(bad.rewards["use"])  # judge off; use n/a
     assert not bad.trace["parse"]["ok"]
     assert raising.rewards["format"] == 0.5 and raising.rewards["evaluation"] == 0.0
-    # only the working tool entered the pool
+    # only the working tool is a pool candidate
+    admit(pool, samples)
     assert [(e.category, e.tool.function_name, e.r_eval) for e in pool] == [("spell_backward", "spell_backward", 1.0)]
     for s in samples:  # build samples: every completion token is the model's
         assert len(s.completion_ids) == len(s.logprobs) == len(s.mask) and all(s.mask)
@@ -130,6 +131,7 @@ def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(to
     # the 4 held-out questions of both parseable builds in one evaluator batch per turn; 3 builds judged in one
     assert evaluator.batches == [8, 8] and judge.batches == [3]
     assert [s.trace["evaluation"]["correct"] for s in samples if "evaluation" in s.trace] == [4, 0]
+    admit(pool, samples)
     assert [(e.tool.function_name, e.r_eval, e.r_judge) for e in pool] == [("spell_backward", 1.0, 0.7)]
     meters = ro.take_meters()
     assert {"time/evaluator", "time/judge", "tokens/judge/ChatScript"} <= set(meters)  # each role still metered
@@ -334,26 +336,19 @@ def test_sandbox_faults_are_left_out_told_and_counted(tok, sandbox, bank, tmp_pa
     assert sandbox.quiesce()
 
 
-def test_staged_admissions_tell_each_trace_whether_the_pool_took_its_tool(tok, sandbox, bank, tmp_path):
-    """The trainer stages admissions to share them across ranks; once shared, a tool the pool refused (the same
-    code again) says so in its trace, not "admitted" for every candidate."""
-    from types import SimpleNamespace
-
-    from accelerate import Accelerator
-
-    cfg = TrainConfig(name="t", model=ModelConfig(name_or_path="tiny"), evaluator=EvaluatorConfig(kind="direct"),
-                      judge=JudgeConfig(kind="none"))
-    session = Session(cfg, tmp_path, ToolPool())
-    ro = Rollout(ScriptedBackend(tok, lambda ctx: response(REVERSE, SCHEMA)), sandbox,
-                 Limits(timeout_s=2.0, memory_mb=256), session.pool,
-                 RolloutSettings(max_completion_length=600, evaluator="direct", judge="none"), admit=session.stage)
+def test_the_rollout_leaves_candidates_and_admit_tells_each_trace_whether_the_pool_took_its_tool(tok, sandbox, bank):
+    """The rollout never writes the pool: a build with r_eval > 0 leaves its tool as the sample's candidate. Once
+    admitted, a tool the pool refused (the same code again) says so in its trace, not "admitted" for every one."""
+    pool = ToolPool()
+    ro = make(ScriptedBackend(tok, lambda ctx: response(REVERSE, SCHEMA)), sandbox, pool)
     try:
         a, b = ro.run([build_task(bank), build_task(bank)], [], random.Random(0))
     finally:
         ro.close()
-    assert a.trace["admitted"] is None and b.trace["admitted"] is None and len(session.pool) == 0  # staged
-    ro.settle_admissions(session.share_admissions(SimpleNamespace(accelerator=Accelerator(cpu=True))))
-    assert sorted([a.trace["admitted"], b.trace["admitted"]]) == [False, True] and len(session.pool) == 1
+    assert a.candidate is not None and b.candidate is not None and len(pool) == 0
+    assert "admitted" not in a.trace and "admitted" not in b.trace
+    admit(pool, [a, b])
+    assert [a.trace["admitted"], b.trace["admitted"]] == [True, False] and len(pool) == 1
 
 
 def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
@@ -376,6 +371,7 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
         (s,) = ro.run([], [task], random.Random(2))
     finally:
         ro.close()
+    admit(pool, [s])
     assert s.trace["correct"]
     assert s.rewards["format"] == 0.5 and s.rewards["evaluation"] == 1.0  # the inner build was graded
     assert s.rewards["use"] == pytest.approx(2 * (1 - 2 * 0.3 * 0.4))  # 2 use turns of 5: rho 0.4

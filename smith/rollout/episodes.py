@@ -67,6 +67,7 @@ class Sample:
     rewards: dict[str, float] = field(default_factory=lambda: dict.fromkeys(AXES, NAN))
     truncated: bool = False
     trace: dict[str, Any] = field(default_factory=dict)
+    candidate: PoolEntry | None = None  # the tool this episode built with r_eval > 0: the trainer may admit it
 
     def extend(self, ids: Sequence[int], logprobs: Sequence[float] | None, trained: bool) -> None:
         self.completion_ids += list(ids)
@@ -127,14 +128,13 @@ class Rollout:
         evaluator: Any = None,
         judge: Any = None,
         workers: int = 4,
-        admit: Any = None,
         retriever: Any = None,
         catalog: Catalog | None = None,
     ) -> None:
-        """`admit(entry) -> bool | None` defaults to `pool.admit`; the trainer stages admissions (None) to share them
-        across ranks so every rank's pool stays identical. `retriever` (a `smith.pool.retrieval`
-        AdaptiveRetriever) builds use menus from the whole pool once it outgrows `settings.menu_size`. `catalog`
-        scores answers (`tasks.catalog`; None: the packaged one)."""
+        """The rollout reads `pool` (use menus) and never writes it: a build with r_eval > 0 leaves its tool as the
+        sample's `candidate`, for the caller to admit (`admit`; the trainer, across ranks). `retriever` (a
+        `smith.pool.retrieval` AdaptiveRetriever) builds use menus from the whole pool once it outgrows
+        `settings.menu_size`. `catalog` scores answers (`tasks.catalog`; None: the packaged one)."""
         # each role counts its own tokens and seconds (`take_meters`); the evaluator and judge may share a model
         self.policy = Metered(policy, "policy")
         self.sandbox = sandbox
@@ -145,8 +145,6 @@ class Rollout:
         self.judge = Metered(judge, "judge") if judge is not None else None
         # sandbox runs only: every model call stays on the calling thread (module docstring)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smith-sandbox")
-        self.admit = admit or pool.admit
-        self._pending: list[tuple[dict[str, Any], PoolEntry]] = []
         self.retriever = retriever
         self.last_grading_seconds = 0.0
         self._step = 0
@@ -164,9 +162,10 @@ class Rollout:
         build_samples = self._generate_builds(build)
         t0 = time.perf_counter()
         traces = [s.trace for s in build_samples]
-        for sample, rewards in zip(build_samples, self.grade_builds(build, [t["response"] for t in traces], traces),
-                                   strict=True):
+        for sample, (rewards, candidate) in zip(build_samples, self.grade_builds(build, [t["response"] for t in traces],
+                                                                                 traces), strict=True):
             sample.rewards.update(rewards)
+            sample.candidate = candidate
         self.last_grading_seconds = time.perf_counter() - t0
         return build_samples + self._use_episodes(use, rng)
 
@@ -191,9 +190,9 @@ class Rollout:
         return samples
 
     def grade_builds(self, tasks: Sequence[BuildTask], texts: Sequence[str], traces: Sequence[dict[str, Any]],
-                     parsed: Sequence[Any] | None = None) -> list[dict[str, float]]:
+                     parsed: Sequence[Any] | None = None) -> list[tuple[dict[str, float], PoolEntry | None]]:
         """Format, evaluation and judge rewards of build responses (their reasoning left out), the evaluator's and
-        the judge's generations batched across the builds; admits each tool with r_eval > 0, in input order."""
+        the judge's generations batched across the builds, each with its pool candidate (a tool with r_eval > 0)."""
         texts = [without_reasoning(t) for t in texts]
         parsed = [p or parse_response(t) for p, t in zip(parsed or [None] * len(texts), texts, strict=True)]
         for trace, p in zip(traces, parsed, strict=True):
@@ -217,18 +216,14 @@ class Rollout:
             else:  # a malformed pair the judge was not asked about
                 r_judge = judge_reward(p, None) if p.reason == Reason.SYNTAX_ERROR else 0.0
             if not p.ok:
-                rewards.append({"format": 0.0, "evaluation": 0.0, "judge": r_judge})
+                rewards.append(({"format": 0.0, "evaluation": 0.0, "judge": r_judge}, None))
                 continue
             ev = evals[i]
             trace["evaluation"] = {"correct": ev.correct, "k": ev.k, "faults": ev.faults,
                                    "no_tool_call": sum(t.status == "no_tool_call" for t in ev.traces)}
-            if ev.r_eval > 0:
-                entry = PoolEntry(task.category, specs[i], ev.r_eval, None if math.isnan(r_judge) else r_judge,
-                                  self._step, self.settings.source_run)
-                trace["admitted"] = self.admit(entry)
-                if trace["admitted"] is None:  # staged across ranks: `settle_admissions` tells it
-                    self._pending.append((trace, entry))
-            rewards.append({"format": format_reward(p), "evaluation": ev.r_eval, "judge": r_judge})
+            candidate = PoolEntry(task.category, specs[i], ev.r_eval, None if math.isnan(r_judge) else r_judge,
+                                  self._step, self.settings.source_run) if ev.r_eval > 0 else None
+            rewards.append(({"format": format_reward(p), "evaluation": ev.r_eval, "judge": r_judge}, candidate))
         return rewards
 
     def _evaluate(self, jobs: list[tuple[Any, list[Any]]]) -> list[Any]:
@@ -250,25 +245,6 @@ class Rollout:
                                     self.settings.evaluator_max_turns, catalog=self.catalog)
         graded = dict(zip(first, results, strict=True))
         return [graded[k] if first[k] == i else copy.deepcopy(graded[k]) for i, k in enumerate(keys)]
-
-    def withdraw(self, kept: set[int]) -> set[int]:
-        """Staged candidates of episodes the update does not see (groups a refill replaced or did not use, `kept`
-        holding the ids of the traces it does see) leave: their traces say `admitted: False`. Returns their
-        entries' ids, for the session to drop before admissions are shared."""
-        pending, self._pending, gone = self._pending, [], set()
-        for trace, entry in pending:
-            if id(trace) in kept:
-                self._pending.append((trace, entry))
-            else:
-                trace["admitted"] = False
-                gone.add(id(entry))
-        return gone
-
-    def settle_admissions(self, verdicts: dict[int, bool]) -> None:
-        """Each staged candidate's trace learns whether the pool took it (`Session.share_admissions`)."""
-        pending, self._pending = self._pending, []
-        for trace, entry in pending:
-            trace["admitted"] = verdicts[id(entry)]
 
     def _judge(self, tools: list[Any], parsed: list[Any], traces: list[dict[str, Any]]) -> list[float]:
         """The judge model's scores of each tool (a spec, or the raw text of a malformed pair) mapped to r_judge, in
@@ -358,9 +334,10 @@ class Rollout:
             s.trace["inner_build"] = {"response": g.text}
         graded = self.grade_builds([BuildTask(e.key.category, e.key.examples, e.key.heldout) for e in episodes],
                                    [g.text for g in gens], [s.trace for s in samples], parsed)
-        for s, e, g, p, rewards in zip(samples, episodes, gens, parsed, graded, strict=True):
+        for s, e, g, p, (rewards, candidate) in zip(samples, episodes, gens, parsed, graded, strict=True):
             t = e.key
             s.rewards.update(rewards)
+            s.candidate = candidate
             if g.finish_reason == "length" or not p.ok:
                 e.end = "budget" if g.finish_reason == "length" else "no_tool"
                 continue
@@ -393,3 +370,11 @@ class Rollout:
         s.rewards["use"] = correctness_reward(correct, e.turns, self.settings.max_turns, self.settings.eta_mid,
                                               self.settings.eta_min)
         s.rewards["tool"] = tool_execution_reward(used, len(e.calls) - ok, answer is not None)
+
+
+def admit(pool: ToolPool, samples: Sequence[Sample]) -> None:
+    """Admit the samples' candidates to `pool`, in order; each trace says whether the pool took its tool (one
+    process; the trainer admits across ranks, smith.train.trainer)."""
+    for s in samples:
+        if s.candidate is not None:
+            s.trace["admitted"] = pool.admit(s.candidate)

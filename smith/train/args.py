@@ -13,7 +13,7 @@ from typing import Any
 
 from trl import GRPOConfig, SFTConfig
 
-from smith.config import DapoConfig, TrainConfig
+from smith.config import DapoConfig, EvaluatorConfig, TrainConfig
 from smith.errors import ConfigError
 from smith.rewards import AXES
 
@@ -38,6 +38,9 @@ class SmithGRPOConfig(GRPOConfig):
         "help": "per_kind: L_DAPO(build) + L_DAPO(use), each normalised by its own token count (the paper); "
                 "batch: TRL's one token count (`dapo.loss_norm`).",
         "choices": ["per_kind", "batch"]})
+    sync_every: int = field(default=EvaluatorConfig.sync_every, metadata={
+        "help": "Re-sync the evaluator/judge copy to the policy every this many steps; 0 never "
+                "(`evaluator.sync_every`)."})
     lora_server_url: str | None = field(default=None, metadata={
         "help": "A `vllm serve --enable-lora` server that smith loads the policy and evaluator adapters into and "
                 "generates every role on (`generation.vllm_server=lora`); TRL's `use_vllm` is then off."})
@@ -216,6 +219,7 @@ def grpo_args(conf: TrainConfig, run_dir: Path, on_gpu: bool, num_processes: int
         refill_rounds=d.refill_rounds,
         refill_oversample=d.refill_oversample,
         loss_norm=d.loss_norm,
+        sync_every=conf.evaluator.sync_every,
         lora_server_url=(conf.generation.vllm_server_url or "http://0.0.0.0:8000") if lora_server else None,
     )
     defaults = dict(lr_scheduler_type="constant_with_warmup", report_to=report,

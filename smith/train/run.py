@@ -217,10 +217,8 @@ def train(conf: TrainConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         # the warm and cold-started models live at a local path only: checkpoints name that path as their base
         base = model_path if conf.model.name_or_path == "tiny-warm" or conf.cold.demos > 0 else None
         session = Session(conf, run_dir, pool, base_model=base)
-        # admissions are staged by the session, so that every rank admits every rank's tools in one order
         rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool, settings=rollout_settings(conf, run_dir),
-                          workers=max(2, conf.sandbox.workers), admit=session.stage, retriever=retriever,
-                          catalog=catalog)
+                          workers=max(2, conf.sandbox.workers), retriever=retriever, catalog=catalog)
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=args, train_dataset=dataset,
                                processing_class=tok, session=session, tasks=source, policy=policy, copy=copy,
                                make_rollout=lambda policy, copy: rollout(policy, **roles(copy)),

@@ -1,4 +1,4 @@
-"""One run's state beside TRL's trainer (the tool pool, staged admissions, evaluator sync, logs), its
+"""One run's state beside TRL's trainer (the tool pool, the evaluator's last sync step, logs), its
 checkpoint extras and resume (the newest readable checkpoint, logs trimmed back, settings compared)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from yaml import YAMLError
 
 from smith.config import TrainConfig, as_plain, field_of
 from smith.errors import ConfigError
-from smith.pool import POOL_FILE, PoolEntry, PoolFileError, ToolPool, checkpoints
+from smith.pool import POOL_FILE, PoolFileError, ToolPool, checkpoints
 from smith.rollout.episodes import EpisodeKind, RolloutSettings, Sample
 from smith.train.adapters import evaluator_state, gathered
 
@@ -37,8 +37,8 @@ EVALUATOR_FILE = "evaluator_adapter.pt"
 
 
 class Session:
-    """What one run keeps beside TRL's trainer: the tool pool, admissions staged across ranks, the evaluator
-    sync step, and the run's logs (metrics.jsonl, rollouts.jsonl)."""
+    """What one run keeps beside TRL's trainer: the tool pool, the evaluator's last sync step, and the run's logs
+    (metrics.jsonl, rollouts.jsonl)."""
 
     def __init__(self, conf: TrainConfig, run_dir: Path, pool: ToolPool, base_model: str | None = None) -> None:
         """`base_model`: what checkpoints name as their base (default: the recipe's model.name_or_path)."""
@@ -46,49 +46,14 @@ class Session:
         self.run_dir = run_dir
         self.pool = pool
         self.seed = conf.seed
-        self.sync_every = conf.evaluator.sync_every
         self.has_evaluator_copy = conf.evaluator.kind == "self" or conf.judge.kind == "self"
-        self.last_sync = 0
-        self.staged: list[PoolEntry] = []
+        self.last_sync = 0  # the step of the last evaluator sync (the trainer's decision; checkpointed)
         self.step_metrics: dict[str, float] = {}
-
-    # -- evaluator / judge sync ------------------------------------------------------------------------
-    def maybe_sync(self, trainer: Any, step: int) -> float:
-        """Re-sync the frozen copy to the policy every `sync_every` steps (0: never, the No-Sync ablation): at the
-        first rollout at or past each multiple of `sync_every` (with `dapo.updates_per_batch` > 1 rollouts do not
-        start every step); returns the seconds it took (0.0 without a sync; logged as `time/sync`)."""
-        if not self.has_evaluator_copy or self.sync_every <= 0:
-            return 0.0
-        if step // self.sync_every > self.last_sync // self.sync_every:
-            t0 = time.perf_counter()
-            trainer.sync_copy()
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            self.last_sync = step
-            return time.perf_counter() - t0
-        return 0.0
 
     def resume_from(self, pool_file: Path, last_sync: int) -> None:
         """A checkpoint's pool (in place: the rollout shares it) and sync step."""
         self.pool.restore(pool_file)
         self.last_sync = last_sync
-
-    # -- pool admissions across ranks ------------------------------------------------------------------
-    def stage(self, entry: PoolEntry) -> None:
-        """Hold a candidate until every rank's are shared: admitted or not is decided then (None: not yet)."""
-        self.staged.append(entry)
-
-    def share_admissions(self, trainer: Any, withdrawn: set[int] = frozenset()) -> dict[int, bool]:
-        """Every rank admits every rank's candidates in the same order, so pools stay identical; `withdrawn` (ids)
-        are this rank's candidates from episodes the update does not see, which admit nothing. Returns, for this
-        rank's own remaining candidates (by `id`), whether the pool took them."""
-        from accelerate.utils import gather_object
-
-        staged, self.staged = [e for e in self.staged if id(e) not in withdrawn], []
-        everyone = gather_object([staged]) if trainer.accelerator.num_processes > 1 else [staged]
-        everyone[trainer.accelerator.process_index] = staged  # the same entries, as this rank's samples hold them
-        verdicts = {id(e): self.pool.admit(e) for entries in everyone for e in entries}
-        return {id(e): verdicts[id(e)] for e in staged}
 
     def log_rank(self, rank: int, step: int, advantages: list[float]) -> None:
         rows = self.run_dir / "ranks"

@@ -120,7 +120,8 @@ class SmithTrainer(GRPOTrainer):
         step = self.state.global_step
         if self.use_vllm and self.vllm_generation.mode == "server":
             self.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
-        timing = {"sync": sess.maybe_sync(self, step), "generation": 0.0, "grading": 0.0}
+        timing = {"sync": self._maybe_sync(step), "generation": 0.0, "grading": 0.0}
+        self._generated: list[Sample] = []  # every episode of the step, in the order the rollout returned them
         if self.engine is not None:  # the policy adapter TRL had pushed before this rollout
             timing["sync"] += self.engine.take_seconds()
         keys = list(prompts)
@@ -132,9 +133,7 @@ class SmithTrainer(GRPOTrainer):
             counts = {"dynamic_sampling/groups_generated": float(len(keys) * self.accelerator.num_processes
                                                                  // self.num_generations),  # groups may span ranks
                       "dynamic_sampling/extra_rounds": 0.0}
-        # only the episodes the update sees admit tools; once per step on every rank (a collective)
-        withdrawn = self.rollout.withdraw({id(s.trace) for s in ordered})
-        self.rollout.settle_admissions(sess.share_admissions(self, withdrawn))
+        self._admit({id(s) for s in ordered})
         counts.update(self.rollout.take_meters())  # tokens/<role>/<engine>, time/<role>
         sess.record(ordered, self.accelerator.process_index, step + 1, keys, timing, counts, discarded)
         out: dict[str, Any] = {
@@ -147,9 +146,44 @@ class SmithTrainer(GRPOTrainer):
             out[f"r_{axis}"] = [s.rewards[axis] for s in ordered]
         return out
 
+    def _maybe_sync(self, step: int) -> float:
+        """Re-sync the frozen copy to the policy every `args.sync_every` steps (0: never, the No-Sync ablation): at
+        the first rollout at or past each multiple (with `dapo.updates_per_batch` > 1 rollouts do not start every
+        step). Returns the seconds it took (logged as `time/sync`)."""
+        every, sess = self.args.sync_every, self.session
+        if not sess.has_evaluator_copy or every <= 0 or step // every <= sess.last_sync // every:
+            return 0.0
+        t0 = time.perf_counter()
+        self.sync_copy()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        sess.last_sync = step
+        return time.perf_counter() - t0
+
+    def _admit(self, kept: set[int]) -> None:
+        """Pool admissions of the step: only episodes the update sees (ids in `kept`) admit their candidates; a
+        discarded one's trace says `admitted: false`. Every rank admits every rank's candidates in one order (a
+        collective, once per step), so the pools stay identical; each trace says whether the pool took its tool."""
+        from accelerate.utils import gather_object
+
+        mine = []
+        for s in self._generated:
+            if s.candidate is not None:
+                if id(s) in kept:
+                    mine.append(s)
+                else:
+                    s.trace["admitted"] = False
+        entries = [s.candidate for s in mine]
+        world, rank = self.accelerator.num_processes, self.accelerator.process_index
+        everyone = gather_object([entries]) if world > 1 else [entries]
+        everyone[rank] = entries  # the same entries, as this rank's samples hold them
+        verdicts = {id(e): self.session.pool.admit(e) for theirs in everyone for e in theirs}
+        for s in mine:
+            s.trace["admitted"] = verdicts[id(s.candidate)]
+
     def _episodes(self, keys: list[str], step: int, tag: str, timing: dict[str, float]) -> list[Sample]:
         """One generation round: the episodes of `keys` (each repeated G times), in their order; seconds added to
-        `timing`. Their tools are staged, not admitted: `_rollout` admits those of the groups the update sees."""
+        `timing`. Their tools are candidates only: `_admit` admits those of the groups the update sees."""
         sess = self.session
         samples: list[Sample] = []
         if keys:
@@ -162,6 +196,7 @@ class SmithTrainer(GRPOTrainer):
             rng = random.Random(f"{sess.seed}:{step}:{self.accelerator.process_index}{tag}")
             t0 = time.perf_counter()
             samples = self.rollout.run(build, use, rng, step)
+            self._generated += samples
             grading = self.rollout.last_grading_seconds
             timing["generation"] += time.perf_counter() - t0 - grading
             timing["grading"] += grading
