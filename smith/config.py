@@ -15,9 +15,11 @@ the error type.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -362,6 +364,32 @@ def _check(key: str, value: Any, f: dataclasses.Field) -> str | None:
     if "choices" in meta and value not in meta["choices"]:
         return f"{key}={shown(value)} is not one of {', '.join(meta['choices'])}"
     return None
+
+
+def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested settings -> {"dapo.learning_rate": value, ...} (lists and empty sections stay whole values)."""
+    if not isinstance(tree, dict) or not tree:
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        out.update(flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def changes(old: dict[str, Any], new: dict[str, Any], may_change: Sequence[str] = (),
+            unchanged: Callable[[str], bool] = lambda key: False) -> list[str]:
+    """The settings that differ between two records (nested or flat), `key: old -> new` each (values as JSON,
+    `(absent)` for a key one side lacks), sorted; left out: keys under a `may_change` entry (a key or a whole
+    section) and keys `unchanged(key)` accepts. The one settings diff of a training resume and an evaluation
+    rerun."""
+    was, now, absent = flat(old), flat(new), object()
+
+    def shown(side: dict[str, Any], key: str) -> str:
+        return json.dumps(side[key], default=str) if key in side else "(absent)"
+
+    return [f"{k}: {shown(was, k)} -> {shown(now, k)}" for k in sorted(was.keys() | now.keys())
+            if was.get(k, absent) != now.get(k, absent) and not unchanged(k)
+            and not any(k == m or k.startswith(m + ".") for m in may_change)]
 
 
 def as_plain(conf: Any) -> dict[str, Any]:

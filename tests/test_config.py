@@ -136,7 +136,7 @@ def test_a_resume_of_a_run_saved_before_a_setting_existed_sees_no_change(tmp_pat
 
     from smith.config import as_plain
     from smith.entry import train_config
-    from smith.train.session import config_changes
+    from smith.train.resume import config_changes
 
     cfg = train_config(["recipe=tiny-random"])
     saved = as_plain(cfg)

@@ -21,8 +21,9 @@ from smith.pool import PoolEntry, ToolPool
 from smith.rollout.episodes import Sample
 from smith.toolspec import ToolSpec
 from smith.train.args import grpo_args, per_device_batch
+from smith.train.callbacks import SmithCallback
 from smith.train.data import prompt_rows
-from smith.train.session import Session, SmithCallback
+from smith.train.session import Session
 from smith.train.trainer import AXIS_REWARDS, REFILL_ORDINAL, SmithTrainer
 
 G, PROMPTS = 2, 4

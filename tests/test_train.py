@@ -311,7 +311,7 @@ def fake_checkpoint(ckpt: Path, step: int) -> Path:
     from safetensors.torch import save_file
 
     from smith.pool import POOL_FILE, ToolPool
-    from smith.train.session import COMPLETE
+    from smith.train.checkpoints import COMPLETE
 
     ckpt.mkdir(parents=True)
     save_file({"w": torch.zeros(8)}, ckpt / "adapter_model.safetensors")
@@ -326,7 +326,7 @@ def fake_checkpoint(ckpt: Path, step: int) -> Path:
 def test_stray_checkpoint_directories_are_ignored(tmp_path):
     """A `checkpoint-4-backup` a user made beside the real ones does not break resume, reports or pool lookup."""
     from smith.pool import checkpoints, resolve_pool_path
-    from smith.train.session import last_complete_checkpoint
+    from smith.train.checkpoints import last_complete_checkpoint
 
     for name in ("checkpoint-2", "checkpoint-10", "checkpoint-4-backup", "checkpoint-x"):
         fake_checkpoint(tmp_path / name, 4)
@@ -353,7 +353,7 @@ CORRUPTIONS = {
 
 @pytest.mark.parametrize("case", CORRUPTIONS)
 def test_an_unreadable_newest_checkpoint_falls_back_to_the_one_before(case, tmp_path, capsys):
-    from smith.train.session import checkpoint_problem, last_complete_checkpoint
+    from smith.train.checkpoints import checkpoint_problem, last_complete_checkpoint
 
     older, newest = fake_checkpoint(tmp_path / "checkpoint-2", 2), fake_checkpoint(tmp_path / "checkpoint-4", 4)
     (tmp_path / "step-4").symlink_to("checkpoint-4")
@@ -372,7 +372,7 @@ def test_an_unreadable_newest_checkpoint_falls_back_to_the_one_before(case, tmp_
 def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path, in_process):
     """Before any model loads and before the run directory is touched (an interrupted checkpoint stays); the
     diff leaves out what may change (max_steps, output_dir, resume)."""
-    from smith.train.session import check_resume_config, save_config
+    from smith.train.resume import check_resume_config, save_config
 
     run = tmp_path / "run"
     run.mkdir()

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from smith.config import changes
 from smith.errors import ConfigError, writable_dir
 
 SUITE_MARK = ".smith-suite"  # names the suite whose results a directory holds
@@ -78,12 +79,6 @@ def run_config(cfg: DictConfig) -> dict[str, Any]:
     return scrub({k: v for k, v in conf.items() if k not in NOT_CONFIG})
 
 
-def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(node, dict) and node:
-        return {k: v for key, sub in node.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
-    return {prefix.rstrip("."): node}
-
-
 def check_run(cfg: DictConfig, out: Path) -> None:
     """Resume safety: `out/run.json` records the config of the results in `out`; a rerun whose config differs
     (outside RESUME_MAY_CHANGE) is refused in one line naming the keys, instead of mixing two settings' rows in
@@ -105,12 +100,9 @@ def check_run(cfg: DictConfig, out: Path) -> None:
         if not isinstance(old, dict) or old.get("schema_version") != SCHEMA_VERSION:
             raise ConfigError(f"output_dir={out} holds a {RUN_FILE} from an older smith (its settings are not "
                               "comparable); use another output_dir")
-        was, now = _flat(old.get("config", {})), _flat(config)
-        keys = [k for k in sorted(was.keys() | now.keys()) if was.get(k) != now.get(k)
-                and not any(k == m or k.startswith(m + ".") for m in may_change)]
-        if keys:
-            shown = ", ".join(f"{k}: {json.dumps(was.get(k))} -> {json.dumps(now.get(k))}" for k in keys[:6])
-            more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""
+        if diff := changes(old.get("config", {}), config, may_change):
+            shown = ", ".join(diff[:6])
+            more = f" and {len(diff) - 6} more" if len(diff) > 6 else ""
             raise ConfigError(f"output_dir={out} holds results made with other settings ({shown}{more}); rerun "
                               "with the recorded ones to resume, or use another output_dir")
     write_json(path, {"schema_version": SCHEMA_VERSION, "suite": suite, "config": config})

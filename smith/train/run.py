@@ -22,17 +22,12 @@ from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
 from smith.train.adapters import EVALUATOR_ADAPTER, sync_evaluator
 from smith.train.args import grpo_args, per_device_batch
+from smith.train.callbacks import SmithCallback
+from smith.train.checkpoints import last_complete_checkpoint, restore
 from smith.train.checks import check_config, check_places
 from smith.train.progress import ConsoleCallback, WandbConfig
-from smith.train.session import (
-    Session,
-    SmithCallback,
-    check_resume_config,
-    last_complete_checkpoint,
-    restore,
-    rollout_settings,
-    save_config,
-)
+from smith.train.resume import check_resume_config, save_config
+from smith.train.session import Session, rollout_settings
 from smith.train.trainer import AXIS_REWARDS, SmithTrainer
 
 
