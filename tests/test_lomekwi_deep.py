@@ -21,7 +21,7 @@ from smith.evals.lomekwi.deep import env as deep_env
 from smith.evals.lomekwi.deep import importer as deep_importer
 from smith.evals.lomekwi.deep import metrics as deep_metrics
 from smith.evals.lomekwi.env import Rules
-from smith.evals.lomekwi.episode import Episode
+from smith.evals.lomekwi.episode import LomekwiEpisode
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "lomekwi_deep"
@@ -167,7 +167,7 @@ def test_released_rows_replay_byte_for_byte():
 
 def test_episode_texts_budget_and_turn_cap():
     w = deep_env.world_from_labels(LABELS, 3, 3)
-    e = Episode(w, 0, budget=2, hint=False, no_progress_window=None)
+    e = LomekwiEpisode(w, 0, budget=2, hint=False, no_progress_window=None)
     assert e.messages[0]["content"] == deep_env.SYSTEM_PROMPT and e.max_turns == 400
     first = e.messages[1]["content"]
     assert first.startswith("You are in a sealed workshop. There are 3 locked containers: cab_1, cab_2, cab_3.\n\n")
@@ -181,12 +181,12 @@ def test_episode_texts_budget_and_turn_cap():
     assert not e.feed("examine cab_2")
     assert e.stop_reason == "out_of_budget" and e.messages[-1]["content"].endswith(
         "\n\nBudget exhausted (2 actions). You fail.")
-    assert Episode(w, 0, budget=100).max_turns == 400 and Episode(w, 0, budget=300).max_turns == 450
+    assert LomekwiEpisode(w, 0, budget=100).max_turns == 400 and LomekwiEpisode(w, 0, budget=300).max_turns == 450
 
 
 def test_episode_solved_text_and_record():
     w = deep_env.world_from_labels({**LABELS}, 1, 2)
-    e = Episode(w, 0, budget=10, hint=False, no_progress_window=None)
+    e = LomekwiEpisode(w, 0, budget=10, hint=False, no_progress_window=None)
     e.vault.inv = {"q2": 2, "q1": 2}
     for text in ("combine q2 q1", "combine q2 q1", "combine pim pim", "use hatch cab_1"):
         assert e.feed(text)

@@ -13,7 +13,7 @@ import pytest
 from smith.evals.lomekwi.agents import ScriptedAgent, play
 from smith.evals.lomekwi.costs import expected_grind
 from smith.evals.lomekwi.env import NOOP_MESSAGE, SYSTEM_PROMPT, Rules, Vault, budget_for
-from smith.evals.lomekwi.episode import Episode
+from smith.evals.lomekwi.episode import LomekwiEpisode
 from smith.evals.lomekwi.parse import V1_VERBS, extract_action, parse_action
 from smith.evals.lomekwi.relabel import _edit_distance, relabel
 from smith.evals.lomekwi.words import _english
@@ -84,7 +84,7 @@ def test_row7_pickup_takes_everything_and_is_free():
     assert v.pickup() == "You pick up m_1, m_3 and 2 y(s), 1 k(s). (pickup is free.)"
     assert v.held_keys == {1, 3} and v.held_types == {"y": 2, "k": 1}
     assert not v.ground_keys and not v.ground_types
-    e = Episode(W, 0, budget=5)
+    e = LomekwiEpisode(W, 0, budget=5)
     e.feed("pickup")
     assert e.spent() == 0 and e.messages[-1]["content"].endswith("[0/3 doors open, 5 actions left] What next?")
 
@@ -156,7 +156,7 @@ def test_row20_and_row21_other_items_on_doors():
 
 
 def test_first_messages_are_the_papers_texts():
-    e = Episode(make_world(0, 10, 3), 0, budget=47)
+    e = LomekwiEpisode(make_world(0, 10, 3), 0, budget=47)
     assert e.messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert SYSTEM_PROMPT.startswith("You are an agent in a vault and must open every locked door")
     intro = e.messages[1]["content"]
@@ -167,14 +167,14 @@ def test_first_messages_are_the_papers_texts():
 
 
 def test_first_parseable_line_acts_and_the_rest_is_ignored():
-    e = Episode(W, 0, budget=5)
+    e = LomekwiEpisode(W, 0, budget=5)
     e.feed("I should look around.\nexamine r_1\ncombine y k\npickup")
     assert e.actions == [["examine", "r_1"]]
     assert e.messages[-1]["content"].endswith("\n\n[0/3 doors open, 4 actions left] What next?")
 
 
 def test_four_unparseable_turns_in_a_row_end_the_episode():
-    e = Episode(W, 0, budget=5)
+    e = LomekwiEpisode(W, 0, budget=5)
     for _ in range(3):
         assert e.feed("hmm")
     assert e.messages[-1]["content"] == NOOP_MESSAGE
@@ -186,7 +186,7 @@ def test_four_unparseable_turns_in_a_row_end_the_episode():
 
 
 def test_budget_exhaustion_ends_the_episode():
-    e = Episode(W, 0, budget=3)
+    e = LomekwiEpisode(W, 0, budget=3)
     e.feed("examine r_1")
     e.feed("examine wall")
     assert not e.feed("examine wall")
@@ -195,7 +195,7 @@ def test_budget_exhaustion_ends_the_episode():
 
 
 def test_twenty_actions_without_progress_end_the_episode():
-    e = Episode(W, 0, budget=100)
+    e = LomekwiEpisode(W, 0, budget=100)
     for i in range(20):
         alive = e.feed("examine wall")
         assert alive == (i < 19)
@@ -204,12 +204,12 @@ def test_twenty_actions_without_progress_end_the_episode():
 
 def test_progress_is_measured_as_the_reference_code_does():
     # an examine that drops onto an empty ground is progress; a pickup never is
-    e = Episode(W, 0, budget=100)
+    e = LomekwiEpisode(W, 0, budget=100)
     for _ in range(30):
         e.feed("examine r_1")
         e.feed("pickup")
     assert e.stop_reason is None
-    e2 = Episode(W, 0, budget=100)
+    e2 = LomekwiEpisode(W, 0, budget=100)
     for _ in range(19):
         e2.feed("examine wall")
     e2.feed("pickup")
@@ -218,19 +218,19 @@ def test_progress_is_measured_as_the_reference_code_does():
 
 def test_solving_and_the_turn_cap():
     one = World(1, "r", "m", "o", ("y", "k"), ("k", "y"))
-    e = Episode(one, 0, budget=5)
+    e = LomekwiEpisode(one, 0, budget=5)
     for text in ("examine r_1", "pickup", "use m_1 r_1"):
         e.feed(text)
     assert e.stop_reason == "solved" and e.record()["won"]
     assert e.messages[-1]["content"] == "You use m_1 on r_1: it fits. r_1 opens.\n\nAll 1 doors open. Done."
-    capped = Episode(W, 0, budget=100, max_turns=3)
+    capped = LomekwiEpisode(W, 0, budget=100, max_turns=3)
     for text in ("hmm", "examine r_1", "pickup"):
         capped.feed(text)
     assert capped.stop_reason == "max_turns"
 
 
 def test_record_carries_what_the_metrics_need():
-    e = Episode(W, 1, budget=10)
+    e = LomekwiEpisode(W, 1, budget=10)
     e.feed("examine r_1", {"input_tokens": 100, "output_tokens": 7})
     e.feed("nonsense", {"input_tokens": 120, "output_tokens": 3})
     r = e.record()
@@ -317,7 +317,7 @@ def test_smith_parser_keeps_an_article_that_is_a_label():
 
 
 def test_episode_uses_the_chosen_parser():
-    upstream, smith = Episode(W, 0, budget=5), Episode(W, 0, budget=5, rules=Rules(parser="smith"))
+    upstream, smith = LomekwiEpisode(W, 0, budget=5), LomekwiEpisode(W, 0, budget=5, rules=Rules(parser="smith"))
     for e in (upstream, smith):
         e.feed("examine the r_1")
     assert upstream.observations == ["You examine the: nothing of note."]
@@ -401,10 +401,10 @@ def test_upper_case_labels_are_playable_only_with_fold_case():
     assert Vault(world, 0, rules=folded).examine(typed) == fresh.replace(door, typed, 1)  # echoed as typed
     canonical = Rules(fold_case=True, echo="canonical")
     assert Vault(world, 0, rules=canonical).examine(typed) == Vault(world, 0, rules=canonical).examine(door)
-    stuck = [Episode(world, 0, budget_for(9))]
+    stuck = [LomekwiEpisode(world, 0, budget_for(9))]
     play(ScriptedAgent("optimal", 2), stuck, SamplingParams())
     assert not stuck[0].record()["won"]
-    episodes = [Episode(world, 0, budget_for(9), rules=folded)]
+    episodes = [LomekwiEpisode(world, 0, budget_for(9), rules=folded)]
     play(ScriptedAgent("optimal", 2), episodes, SamplingParams())
     assert episodes[0].stop_reason == "solved" and episodes[0].record()["built"]
 
@@ -461,7 +461,7 @@ def test_optimal_agent_wins_every_episode_of_a_cell():
     assert seeds == list(range(80, 100))
     runs = {}
     for policy in ("optimal", "grinder"):
-        eps = [Episode(make_world(s, n, t), s, budget_for(n)) for s in seeds]
+        eps = [LomekwiEpisode(make_world(s, n, t), s, budget_for(n)) for s in seeds]
         play(ScriptedAgent(policy, t), eps, SamplingParams())
         runs[policy] = [e.record() for e in eps]
     optimal = runs["optimal"]
@@ -473,7 +473,7 @@ def test_optimal_agent_wins_every_episode_of_a_cell():
 
 def test_optimal_agent_grinds_where_building_does_not_pay():
     n, t = 3, 2  # E[build] = 3 + 1 + 6 = 10 > E[grind] = 8.5
-    eps = [Episode(make_world(s, n, t), s, budget_for(n)) for s in range(5)]
+    eps = [LomekwiEpisode(make_world(s, n, t), s, budget_for(n)) for s in range(5)]
     play(ScriptedAgent("optimal", t), eps, SamplingParams())
     assert not any(a[0] == "combine" for e in eps for a in e.actions)
     assert all(e.messages[-2]["content"].startswith("Plan: grind") for e in eps)
@@ -509,7 +509,7 @@ def test_labels_are_echoed_as_typed_by_default_and_canonically_on_request():
 
 
 def test_an_opened_door_echoed_as_typed_still_counts_once():
-    e = Episode(World(1, "r", "m", "o", ("y", "k"), ("k", "y")), 0, budget=5)
+    e = LomekwiEpisode(World(1, "r", "m", "o", ("y", "k"), ("k", "y")), 0, budget=5)
     for text in ("examine r_01", "pickup", "use m_01 r_001"):
         e.feed(text)
     assert e.observations[-1] == "You use m_01 on r_001: it fits. r_001 opens."
@@ -543,7 +543,7 @@ class Flaky:
 
 
 def test_a_failed_model_call_is_a_no_op_turn_not_the_end():
-    eps = [Episode(W, 0, budget=3, system_prompt=str(i)) for i in range(2)]
+    eps = [LomekwiEpisode(W, 0, budget=3, system_prompt=str(i)) for i in range(2)]
     play(Flaky({0: {1}}), eps, SamplingParams())
     failed, fine = eps
     assert failed.unparsed == [{"turn": 1, "text": "", "api_error": "RuntimeError: HTTP 503 for episode 0"}]
@@ -555,7 +555,7 @@ def test_a_failed_model_call_is_a_no_op_turn_not_the_end():
 
 
 def test_four_failed_calls_in_a_row_end_the_episode_as_no_ops():
-    eps = [Episode(W, 0, budget=10, system_prompt="0")]
+    eps = [LomekwiEpisode(W, 0, budget=10, system_prompt="0")]
     play(Flaky({0: {0, 1, 2, 3}}), eps, SamplingParams())
     assert eps[0].stop_reason == "noop" and eps[0].api_errors == 4 and not eps[0].actions
 
@@ -586,7 +586,7 @@ def test_v1_world_reproduces_the_released_single_shard_world():
     world = make_v1_world(3, 3)
     assert world.labels() == {"door_base": "x", "key_base": "c", "byproduct": "e", "machine": "k"}
     assert World.from_labels(world.labels(), 3) == world
-    e = Episode(world, 3, budget=None, max_turns=100)
+    e = LomekwiEpisode(world, 3, budget=None, max_turns=100)
     assert e.messages[0]["content"] == V1_SYSTEM_PROMPT
     assert e.messages[1]["content"].endswith(
         "  use <object> <door>   - use an object on a door\nYou hold nothing yet. Things you obtain persist unless "
@@ -605,7 +605,7 @@ def test_scripted_optimal_agent_builds_in_the_v1_world():
     from smith.evals.lomekwi.importer import export_row, import_row
     from smith.evals.lomekwi.world import make_v1_world
 
-    eps = [Episode(make_v1_world(s, 9), s, budget_for(9)) for s in range(3)]
+    eps = [LomekwiEpisode(make_v1_world(s, 9), s, budget_for(9)) for s in range(3)]
     play(ScriptedAgent("optimal", 1), eps, SamplingParams())
     assert all(e.record()["built"] and e.stop_reason == "solved" for e in eps)
     for s, e in enumerate(eps):  # a v1 record survives the released row format with the same facts
@@ -617,7 +617,7 @@ def test_scripted_optimal_agent_builds_in_the_v1_world():
 
 # ------------------------------------------------------------------ the released runner's two probes
 
-def _hold_both(e: Episode) -> None:
+def _hold_both(e: LomekwiEpisode) -> None:
     """Feed examines and pickups until both recipe types are held (seed 1 of W drops both quickly)."""
     while not e.vault.holds_recipe():
         e.feed("examine r_1")
@@ -626,19 +626,19 @@ def _hold_both(e: Episode) -> None:
 
 def test_commit_nudge_fires_once_when_the_recipe_is_first_held_unbuilt():
     nudge = "You might commit to something."
-    e = Episode(W, 1, budget=100, rules=Rules(commit_nudge=nudge))
+    e = LomekwiEpisode(W, 1, budget=100, rules=Rules(commit_nudge=nudge))
     _hold_both(e)
     assert e.messages[-1]["content"].endswith("What next?\n\n" + nudge)
     assert e.nudge_turn == e.turns - 1 and e.record()["nudge_turn"] == e.nudge_turn
     e.feed("examine r_2")
     assert not e.messages[-1]["content"].endswith(nudge)
-    plain = Episode(W, 1, budget=100)
+    plain = LomekwiEpisode(W, 1, budget=100)
     _hold_both(plain)
     assert plain.messages[-1]["content"].endswith("What next?") and plain.nudge_turn is None
 
 
 def test_stop_on_build_ends_the_episode_at_the_fuse():
-    e = Episode(W, 1, budget=100, rules=Rules(stop_on_build=True))
+    e = LomekwiEpisode(W, 1, budget=100, rules=Rules(stop_on_build=True))
     _hold_both(e)
     assert e.feed("combine k y") is False
     assert e.stop_reason == "built" and e.record()["built"] and e.build_turn == len(e.actions) - 1

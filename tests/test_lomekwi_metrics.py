@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from smith.evals.lomekwi import costs
 from smith.evals.lomekwi.agents import ScriptedAgent, play
 from smith.evals.lomekwi.env import budget_for
-from smith.evals.lomekwi.episode import Episode
+from smith.evals.lomekwi.episode import LomekwiEpisode
 from smith.evals.lomekwi.importer import derive_facts, episode_key, export_row, import_row, read_log
 from smith.evals.lomekwi.metrics import count, decompose, identity_residual, summarize
 from smith.evals.lomekwi.world import make_world
@@ -218,7 +218,7 @@ class NoisyText:
 def _smith_records() -> list[dict]:
     recs = []
     for agent, t in ((ScriptedAgent("optimal", 3), 3), (ScriptedAgent("random", 2, seed=1), 2), (NoisyText(), 4)):
-        eps = [Episode(make_world(s, 9, t), s, budget_for(9)) for s in range(3)]
+        eps = [LomekwiEpisode(make_world(s, 9, t), s, budget_for(9)) for s in range(3)]
         play(agent, eps, SamplingParams())
         for s, e in enumerate(eps):
             recs.append({"key": episode_key(agent.name, 9, t, s), "model": agent.name, "seed": s, "scheme": "letter",
@@ -253,7 +253,7 @@ def test_env_facts_equal_facts_derived_from_its_observations():
 def test_a_turn_cap_reached_through_unparseable_turns_imports_as_max_turns():
     """The released rows list only parsed turns; their `usage.calls` counts every turn, so a turn-cap stop
     after unparseable replies is read as max_turns, not noop."""
-    e = Episode(make_world(0, 9, 4), 0, budget_for(9), max_turns=8)
+    e = LomekwiEpisode(make_world(0, 9, 4), 0, budget_for(9), max_turns=8)
     play(NoisyText(), [e], SamplingParams())
     r = {"key": episode_key("noisy-double", 9, 4, 0), "model": "noisy-double", "seed": 0, **e.record()}
     assert r["stop_reason"] == "max_turns" and r["unparsed"] and len(r["actions"]) < 8 == r["turns"]

@@ -20,7 +20,7 @@ from smith.evals.recognition_mcp.host import (
     NUDGE,
     SYSTEM_PROMPT,
     SYSTEM_PROMPT_FREE,
-    Episode,
+    SweepEpisode,
     budget,
     plain_names,
     relabel,
@@ -120,17 +120,18 @@ def played():
                                ("Trying two." + call(names_d8_r1[1]) + call(names_d8_r1[0]), "tool_use"),
                                ("Done." + call("submit_answer", answer=right_r1), "tool_use")])
     runs = {
-        "prober": (ChatAgent(Prober(), PARAMS, "scripted:prober"), Episode("tool_prior", 4, 8, 0), False),
-        "overrun": (ChatAgent(overrun, PARAMS, "overrun"), Episode("baseline", 4, 8, 1), False),
-        "overflow": (ChatAgent(overflow, PARAMS, "overflow"), Episode("baseline", 4, 8, 1), False),
-        "parallel": (ChatAgent(parallel, PARAMS, "parallel"), Episode("baseline", 4, 8, 2, sequential=False), False),
-        "plain": (ChatAgent(Prober(), PARAMS, "scripted:prober"), Episode("baseline", 4, 8, 0, obfuscate=False),
+        "prober": (ChatAgent(Prober(), PARAMS, "scripted:prober"), SweepEpisode("tool_prior", 4, 8, 0), False),
+        "overrun": (ChatAgent(overrun, PARAMS, "overrun"), SweepEpisode("baseline", 4, 8, 1), False),
+        "overflow": (ChatAgent(overflow, PARAMS, "overflow"), SweepEpisode("baseline", 4, 8, 1), False),
+        "parallel": (ChatAgent(parallel, PARAMS, "parallel"), SweepEpisode("baseline", 4, 8, 2, sequential=False),
+                     False),
+        "plain": (ChatAgent(Prober(), PARAMS, "scripted:prober"), SweepEpisode("baseline", 4, 8, 0, obfuscate=False),
                   False),
-        "claude": (AnthropicAgent(claude, "claude-test", PARAMS), Episode("baseline", 4, 8, 1), False),
-        "manual": (ChatAgent(Manual(), PARAMS, "scripted:manual"), Episode("baseline", 4, 10, 1), False),
-        "llm": (ChatAgent(llm, PARAMS, llm.name), Episode("baseline", 4, 8, 0), True),
-        "silent": (ChatAgent(ScriptedLLM(["hmm"] * 4), PARAMS, "silent"), Episode("baseline", 4, 8, 1), False),
-        "spender": (ChatAgent(spender, PARAMS, "Qwen/Qwen3.5-2B"), Episode("tool_prior", 4, 12, 2), False),
+        "claude": (AnthropicAgent(claude, "claude-test", PARAMS), SweepEpisode("baseline", 4, 8, 1), False),
+        "manual": (ChatAgent(Manual(), PARAMS, "scripted:manual"), SweepEpisode("baseline", 4, 10, 1), False),
+        "llm": (ChatAgent(llm, PARAMS, llm.name), SweepEpisode("baseline", 4, 8, 0), True),
+        "silent": (ChatAgent(ScriptedLLM(["hmm"] * 4), PARAMS, "silent"), SweepEpisode("baseline", 4, 8, 1), False),
+        "spender": (ChatAgent(spender, PARAMS, "Qwen/Qwen3.5-2B"), SweepEpisode("tool_prior", 4, 12, 2), False),
     }
 
     async def go():
@@ -288,7 +289,7 @@ def test_failed_rollouts_are_error_rows_and_replay(tmp_path):
 
     backend = Flaky()
     agent = ChatAgent(backend, PARAMS, "flaky")
-    episodes = [Episode("baseline", 4, 8, 0), Episode("baseline", 4, 8, 1)]
+    episodes = [SweepEpisode("baseline", 4, 8, 0), SweepEpisode("baseline", 4, 8, 1)]
     first = run_sweep(agent, episodes, tmp_path / "rollouts.jsonl", concurrency=2)
     assert first[0]["error"] == "RuntimeError: connection reset" and first[0]["key"] == "flaky|baseline|T4|d8|r0"
     assert first[1]["stopped_reason"] == "submitted_correct"
@@ -440,7 +441,7 @@ def test_real_chat_template_and_the_tiny_model(tiny_model_dir):
               ChatAgent(tiny, SamplingParams(max_new_tokens=8, temperature=0.0), "tiny")]
 
     async def go():
-        return await asyncio.gather(*(run_episode(a, Episode("tool_prior", 4, 8, 3), no_think=a is agents[0])
+        return await asyncio.gather(*(run_episode(a, SweepEpisode("tool_prior", 4, 8, 3), no_think=a is agents[0])
                                       for a in agents))
 
     used, silent = asyncio.run(go())

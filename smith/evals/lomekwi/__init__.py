@@ -36,7 +36,7 @@ from smith.evals.lomekwi.deep import env as deep
 from smith.evals.lomekwi.deep import importer as deep_importer
 from smith.evals.lomekwi.deep import metrics as deep_metrics
 from smith.evals.lomekwi.env import Rules, budget_for
-from smith.evals.lomekwi.episode import Episode, system_prompt_for
+from smith.evals.lomekwi.episode import LomekwiEpisode, system_prompt_for
 from smith.evals.lomekwi.world import WORLDS, World, make_v1_world, make_world
 from smith.models.base import ChatBackend, SamplingParams
 
@@ -165,7 +165,7 @@ def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -
                 batch = seeds[i: i + int(s.batch_size)]
                 budget = budget_for(n, float(s.budget_mult))
                 worlds = [world_for(s, seed, n, t) for seed in batch]
-                episodes = [Episode(w, seed, budget, bool(g.hint), None, None if window is None else int(window),
+                episodes = [LomekwiEpisode(w, seed, budget, bool(g.hint), None, None if window is None else int(window),
                                     system_prompt_for(w) + str(s.get("system_suffix") or ""), game)
                             for seed, w in zip(batch, worlds, strict=True)]
                 t0 = time.time()

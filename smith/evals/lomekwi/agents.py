@@ -27,7 +27,7 @@ from tqdm import tqdm
 from smith.evals.lomekwi.costs import build_preferred
 from smith.evals.lomekwi.deep import agents as deep_agents
 from smith.evals.lomekwi.deep.env import WORLD as DEEP_WORLD
-from smith.evals.lomekwi.episode import Episode
+from smith.evals.lomekwi.episode import LomekwiEpisode
 from smith.evals.lomekwi.observed import Observed, doors_in
 from smith.evals.lomekwi.parse import extract_action
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams
@@ -164,8 +164,8 @@ def replies(backend: ChatBackend, conversations: list[list[Message]],
     return [(g, None) for g in gens]
 
 
-def play(backend: ChatBackend, episodes: list[Episode], params: SamplingParams,
-         progress: tqdm | None = None) -> list[Episode]:
+def play(backend: ChatBackend, episodes: list[LomekwiEpisode], params: SamplingParams,
+         progress: tqdm | None = None) -> list[LomekwiEpisode]:
     """Play episodes in lockstep: one batched `chat` call per turn over every episode still running. A reply's
     reasoning (`<think>` blocks) never acts: the first parseable line after it does."""
     live = list(episodes)

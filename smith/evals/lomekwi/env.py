@@ -43,7 +43,7 @@ and lower-cased arguments compared with the labels case-sensitively (so a label 
 never be named: the paper's alnum ablation). `Rules` holds smith's stricter readings as named switches
 (parser="smith", echo="canonical", fold_case=True) and the released runner's commit nudge and
 stop-on-build probes; `V1Vault` (v1.py) is the released single-shard world, and deep/env.py's `Workshop`
-plays Deep Lomekwi through the same `Episode` (episode.py).
+plays Deep Lomekwi through the same `LomekwiEpisode` (episode.py).
 
 This file is the state machine (`Rules`, `Vault`, the budget and turn cap); beside it: the layout of a world
 (world.py, labels from relabel.py and words.py), the parser (parse.py), the turn loop (episode.py) and the
@@ -135,7 +135,7 @@ class Vault:
     """The game state; `step(action)` applies one parsed action and returns its observation.
 
     The texts of the episode loop that differ between worlds live here too (`system_prompt`,
-    `noop_message`, `done_text`, `turn_cap`, `facts`), so one `Episode` plays every world."""
+    `noop_message`, `done_text`, `turn_cap`, `facts`), so one `LomekwiEpisode` plays every world."""
 
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
     noop_message: ClassVar[str] = NOOP_MESSAGE

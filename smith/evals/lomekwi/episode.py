@@ -1,7 +1,7 @@
-"""The episode protocol: one `Episode` plays every world (vault, v1, Deep Lomekwi's workshop) turn by turn
+"""The episode protocol: one `LomekwiEpisode` plays every world (vault, v1, Deep Lomekwi's workshop) turn by turn
 and records what every metric needs.
 
-Episode protocol: the first parseable line of a reply acts; four unparseable replies in a row end the
+LomekwiEpisode protocol: the first parseable line of a reply acts; four unparseable replies in a row end the
 episode ("noop"), a failed model call counting as one; it also ends when all doors are open ("solved"),
 when the budgeted actions reach the budget ("out_of_budget"), after 20 executed actions without state
 progress ("no_progress", measured as the reference code does: see `env.progress_key`), or at the turn cap
@@ -23,7 +23,7 @@ NO_PROGRESS_WINDOW = 20
 
 
 @dataclass
-class Episode:
+class LomekwiEpisode:
     """One episode's turn protocol and its record; the agent is whatever produces `reply` texts.
 
     `messages` is the chat the agent sees (system prompt first); `feed(text, usage)` consumes one reply
@@ -76,7 +76,7 @@ class Episode:
 
     def feed(self, text: str, usage: dict[str, int] | None = None, api_error: str | None = None) -> bool:
         if self.done:
-            raise RuntimeError("episode is over; start a new Episode")
+            raise RuntimeError("episode is over; start a new LomekwiEpisode")
         t = self.turns
         self.turns += 1
         self.turn_usage.append(dict(usage or {}))

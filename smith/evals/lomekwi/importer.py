@@ -40,7 +40,7 @@ RELEASED_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_w
 def derive_facts(labels: dict[str, Any], n: int, budget: int | None, actions: list[list[str]],
                  observations: list[str], no_progress_window: int = NO_PROGRESS_WINDOW,
                  max_turns: int | None = None, calls: int | None = None) -> dict[str, Any]:
-    """Episode facts from the recorded observations (see the module docstring for each rule); `calls` is
+    """LomekwiEpisode facts from the recorded observations (see the module docstring for each rule); `calls` is
     the number of model calls the episode made (the released `usage.calls`), None when unknown."""
     if len(actions) != len(observations):
         raise ValueError(f"{len(actions)} actions but {len(observations)} observations; the row is truncated")

@@ -22,7 +22,7 @@ METRICS = ("C", "R", "E", "S", "G", "build_rate")
 
 @dataclass(frozen=True)
 class Counts:
-    """Episode counts behind every metric of one model (or cell)."""
+    """LomekwiEpisode counts behind every metric of one model (or cell)."""
 
     n: int = 0
     hold: int = 0

@@ -113,7 +113,7 @@ def wants_no_think(model: str, setting: str | bool) -> bool:
 
 
 @dataclass(frozen=True)
-class Episode:
+class SweepEpisode:
     """One rollout to play: a cell of the sweep (condition, T, d) and a repetition."""
 
     condition: str
@@ -204,7 +204,7 @@ def _call_ids(step: Turn, turn: int) -> list[str]:
     return [f"call_{turn}" + (f"_{k}" if k else "") for k in range(len(step.calls))]
 
 
-async def run_episode(agent: ChatAgent | AnthropicAgent, episode: Episode, no_think: bool = False,
+async def run_episode(agent: ChatAgent | AnthropicAgent, episode: SweepEpisode, no_think: bool = False,
                       seed_offset: int = 0) -> dict:
     """Play one all-decoy rollout; returns the record (released row fields plus key and condition)."""
     t0 = time.monotonic()

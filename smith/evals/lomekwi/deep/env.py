@@ -27,7 +27,7 @@ Transitions (each tested in tests/test_lomekwi_deep.py; C container, K key, R re
  use anything else on C      -                            "You use X on C: nothing happens."
 
 The loop, the parser (the released one, without pickup), the echoes and the rule switches are Lomekwi's
-(`episode.Episode`, `env.Rules`).
+(`episode.LomekwiEpisode`, `env.Rules`).
 """
 
 from __future__ import annotations

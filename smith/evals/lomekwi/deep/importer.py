@@ -64,7 +64,7 @@ class Seen:
 
 def derive_facts(labels: dict[str, str], n: int, actions: list[list[str]],
                  observations: list[str]) -> dict[str, Any]:
-    """Episode facts from the recorded observations alone (no replay): holding both recipe resources at once,
+    """LomekwiEpisode facts from the recorded observations alone (no replay): holding both recipe resources at once,
     the first part and axe crafted (0-based action index), two parts held at once, containers opened."""
     if len(actions) != len(observations):
         raise ValueError(f"{len(actions)} actions but {len(observations)} observations; the row is truncated")
