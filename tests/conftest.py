@@ -19,6 +19,23 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # 2 torch threads on 2 loaded cores: ~40x slower tiny chats
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def rollout_conf(max_completion_length: int = 600, evaluator: str = "direct", judge: str = "none",
+                 evaluator_max_turns: int | None = None, menu_size: int | None = None, temperature: float | None = None,
+                 top_p: float | None = None, **use):
+    """The typed config a test's Rollout reads: the settings it names, the schema's defaults for the rest
+    (`use`: fields of UseConfig)."""
+    from smith.config import DapoConfig, EvaluatorConfig, JudgeConfig, PoolConfig, TrainConfig, UseConfig
+
+    given = lambda **kw: {k: v for k, v in kw.items() if v is not None}  # noqa: E731
+    return TrainConfig(name="test",
+                       dapo=DapoConfig(max_completion_length=max_completion_length,
+                                       **given(temperature=temperature, top_p=top_p)),
+                       use=UseConfig(**use), judge=JudgeConfig(kind=judge),
+                       pool=PoolConfig(**given(menu_size=menu_size)),
+                       evaluator=EvaluatorConfig(kind=evaluator, **given(max_turns=evaluator_max_turns)))
+
 MODEL_LOADING = "Loading weights"  # what transformers prints while a model loads
 
 

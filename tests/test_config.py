@@ -48,19 +48,11 @@ def _library_defaults() -> dict:
     from smith.pool import ToolPool
     from smith.rewards.evaluation import evaluate_with_model
     from smith.rewards.use import correctness_reward, efficiency
-    from smith.rollout.episodes import RolloutSettings
     from smith.train.advantages import per_axis_advantages, summed_advantages
     from smith.train.args import SmithGRPOConfig
     from smith.train.data import TaskSource
 
     return {
-        RolloutSettings: {"max_completion_length": "dapo.max_completion_length", "temperature": "dapo.temperature",
-                          "top_p": "dapo.top_p", "max_turns": "use.max_turns", "eta_mid": "use.eta_mid",
-                          "eta_min": "use.eta_min", "n_distractors": "use.n_distractors",
-                          "max_tool_output_chars": "use.max_tool_output_chars",
-                          "max_turn_tokens": "use.max_turn_tokens", "evaluator": "evaluator.kind",
-                          "judge": "judge.kind", "evaluator_max_turns": "evaluator.max_turns",
-                          "judge_max_new_tokens": "judge.max_new_tokens", "menu_size": "pool.menu_size"},
         TaskSource: {"bank_size": "tasks.bank_size", "band_examples": "build.band_examples",
                      "band_heldout": "build.band_heldout"},
         efficiency: {"eta_mid": "use.eta_mid", "eta_min": "use.eta_min"},
@@ -73,7 +65,8 @@ def _library_defaults() -> dict:
         evaluate_with_model: {"max_turns": "evaluator.max_turns"},
         SmithGRPOConfig: {"advantage": "dapo.advantage", "std_floor": "dapo.std_floor",
                           "dynamic_sampling": "dapo.dynamic_sampling", "refill_rounds": "dapo.refill_rounds",
-                          "refill_oversample": "dapo.refill_oversample", "loss_norm": "dapo.loss_norm"},
+                          "refill_oversample": "dapo.refill_oversample", "loss_norm": "dapo.loss_norm",
+                          "sync_every": "evaluator.sync_every"},
     }
 
 

@@ -20,13 +20,13 @@ from smith.models.base import Generation
 from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
-from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings, UseTask, admit
+from smith.rollout.episodes import BuildTask, Rollout, UseTask, admit
 from smith.rollout.prompts import inner_use_messages
 from smith.tasks import items
 from smith.toolspec import ToolSpec
 from smith.train.session import Session
 
-from .conftest import fork_server_killer, mark
+from .conftest import fork_server_killer, mark, rollout_conf
 
 REVERSE = "def spell_backward(question: str) -> str:\n    return question.split(':')[-1].strip()[::-1]\n"
 SCHEMA = {"name": "spell_backward", "description": "Spells the word at the end of the question backward.",
@@ -59,10 +59,8 @@ def bank(tmp_path_factory):
 
 
 def make(policy, sandbox, pool=None, **kw):
-    settings = RolloutSettings(max_completion_length=600, temperature=1.0, top_p=1.0, evaluator="direct",
-                               judge="none", **kw)
-    return Rollout(policy, sandbox, Limits(timeout_s=2.0, memory_mb=256), ToolPool() if pool is None else pool,
-                   settings)
+    conf = rollout_conf(max_completion_length=600, temperature=1.0, top_p=1.0, evaluator="direct", judge="none", **kw)
+    return Rollout(policy, sandbox, Limits(timeout_s=2.0, memory_mb=256), ToolPool() if pool is None else pool, conf)
 
 
 def build_task(bank, cat="spell_backward", k=4):
@@ -120,7 +118,7 @@ def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(to
     judge = ChatScript(lambda conv, tools: "code_correctness: 8/10\nschema_quality: 6/10\noverall: 7/10")
     pool = ToolPool()
     ro = Rollout(ScriptedBackend(tok, lambda ctx: next(replies)), sandbox, Limits(timeout_s=2.0, memory_mb=256), pool,
-                 RolloutSettings(max_completion_length=600, evaluator="self", judge="self"), evaluator=evaluator,
+                 rollout_conf(max_completion_length=600, evaluator="self", judge="self"), evaluator=evaluator,
                  judge=judge)
     try:
         samples = ro.run([build_task(bank)] * 4, [], random.Random(0))
@@ -159,7 +157,7 @@ def test_every_model_call_of_a_step_runs_on_the_calling_thread(tok, sandbox, ban
     pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
     ro = Rollout(ScriptedBackend(tok, on_thread(lambda ctx: response(REVERSE, SCHEMA))), sandbox,
                  Limits(timeout_s=2.0, memory_mb=256), pool,
-                 RolloutSettings(max_completion_length=600, evaluator="self", judge="self", evaluator_max_turns=1),
+                 rollout_conf(max_completion_length=600, evaluator="self", judge="self", evaluator_max_turns=1),
                  evaluator=ChatScript(on_thread(evaluator_reply)),
                  judge=ChatScript(on_thread(lambda conv, tools: '{"overall": 0.9}')))
     try:
@@ -184,7 +182,7 @@ def test_identical_builds_are_graded_and_judged_once(tok, sandbox, bank):
     evaluator = ChatScript(evaluator_reply)
     judge = ChatScript(lambda conv, tools: '{"code_correctness": 0.9, "schema_quality": 0.8, "overall": 0.9}')
     ro = Rollout(ScriptedBackend(tok, lambda ctx: next(texts)), sandbox, Limits(timeout_s=2.0, memory_mb=256),
-                 ToolPool(), RolloutSettings(max_completion_length=600, evaluator="self", judge="self",
+                 ToolPool(), rollout_conf(max_completion_length=600, evaluator="self", judge="self",
                                              evaluator_max_turns=1), evaluator=evaluator, judge=judge)
     try:
         samples = ro.run([build_task(bank)] * 4, [], random.Random(0))
@@ -366,7 +364,7 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     pool = ToolPool()
     task = UseTask("spell_backward", bank[("spell_backward", "easy")][:4], item, bank[("spell_backward", "hard")][2:6])
     ro = make(ScriptedBackend(tok, script), sandbox, pool, max_turns=5)
-    ro.settings.max_completion_length = 1200  # the build, then the whole use prompt (system, tool block: ~530 tokens)
+    ro.conf.dapo.max_completion_length = 1200  # the build, then the whole use prompt (system, tool block: ~530 tokens)
     try:
         (s,) = ro.run([], [task], random.Random(2))
     finally:
@@ -401,7 +399,7 @@ def test_real_tiny_model_rollout_shapes(tiny_model_dir, sandbox, bank):
     pool = ToolPool()
     pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
     ro = make(policy, sandbox, pool, max_turns=2)
-    ro.settings.max_completion_length = 24
+    ro.conf.dapo.max_completion_length = 24
     try:
         samples = ro.run([build_task(bank)] * 2, [UseTask("spell_backward", [], bank[("spell_backward", "hard")][0])]
                          * 2, random.Random(0))
@@ -559,7 +557,7 @@ def test_tasks_catalog_drives_items_and_scoring(tok, sandbox, tmp_path):
     pool.admit(PoolEntry("lcm_pairs", ToolSpec(LCM, LCM_SCHEMA, "lcm_tool"), 1.0))
     answer = str(math.lcm(*numbers))
     ro = Rollout(ScriptedBackend(tok, lambda ctx: answer), sandbox, Limits(timeout_s=2.0, memory_mb=256), pool,
-                 RolloutSettings(max_completion_length=600, evaluator="direct", judge="none"), catalog=catalog)
+                 rollout_conf(max_completion_length=600, evaluator="direct", judge="none"), catalog=catalog)
     try:
         (s,) = ro.run([], [task], random.Random(0))
     finally:

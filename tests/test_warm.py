@@ -13,7 +13,7 @@ from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
 from smith.rewards.evaluation import evaluate_direct
-from smith.rollout.episodes import BuildTask, Rollout, RolloutSettings
+from smith.rollout.episodes import BuildTask, Rollout
 from smith.rollout.prompts import build_messages, inner_use_messages
 from smith.tasks import items, load_catalog
 from smith.toolspec import ToolSpec, parse_response
@@ -30,6 +30,8 @@ from smith.train.warm import (
     run_tool,
     said,
 )
+
+from .conftest import rollout_conf
 
 MARKERS = {"lcm": "Least Common Multiple", "spell_backward": "Spell this word backward",
            "prime_factorization": "prime factorization"}
@@ -110,7 +112,7 @@ def test_build_demo_has_the_rollouts_token_layout(tok, sandbox, rg_cache):
     text, _, _ = demo_tool("lcm", random.Random(0))
     ids, labels = render(Demo(build_messages(examples), None, [(said(text), None)]), tok)
     ro = Rollout(ScriptedBackend(tok, lambda ctx: text), sandbox, Limits(timeout_s=2.0, memory_mb=256), ToolPool(),
-                 RolloutSettings(max_completion_length=1000, evaluator="direct", judge="none"))
+                 rollout_conf(max_completion_length=1000, evaluator="direct", judge="none"))
     try:
         (s,) = ro.run([BuildTask("lcm", examples, items("lcm", "hard", 2, seed=0, cache_dir=str(rg_cache)))], [],
                       random.Random(0))

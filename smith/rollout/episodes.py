@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from sandbox import FAULT
-from smith.config import DapoConfig, EvaluatorConfig, JudgeConfig, PoolConfig, UseConfig
+from smith.config import TrainConfig
 from smith.episodes import Episode, menu_executor, play
 from smith.models.base import Metered, SamplingParams
 from smith.models.chat_format import without_reasoning
@@ -93,28 +93,6 @@ class UseTask:
     key: str | None = None
 
 
-@dataclass
-class RolloutSettings:
-    """What the rollout reads of the config (smith.train.session.rollout_settings fills it from the typed config);
-    the defaults are smith.config's, for library use and tests."""
-
-    max_completion_length: int = DapoConfig.max_completion_length
-    temperature: float = DapoConfig.temperature
-    top_p: float = DapoConfig.top_p
-    max_turns: int = UseConfig.max_turns
-    eta_mid: float = UseConfig.eta_mid
-    eta_min: float = UseConfig.eta_min
-    n_distractors: int = UseConfig.n_distractors
-    max_tool_output_chars: int = UseConfig.max_tool_output_chars
-    max_turn_tokens: int = UseConfig.max_turn_tokens
-    evaluator: str = EvaluatorConfig.kind  # self | direct | external
-    judge: str = JudgeConfig.kind  # self | external | none
-    evaluator_max_turns: int = EvaluatorConfig.max_turns
-    judge_max_new_tokens: int = JudgeConfig.max_new_tokens
-    menu_size: int = PoolConfig.menu_size  # tools a use prompt shows; with a retriever, a larger pool is shortlisted
-    source_run: str = ""  # the run directory's name (run state, not a setting)
-
-
 class Rollout:
     """Runs SMITH episodes with a policy backend (must expose `render`, `continue_ids`, `tokenizer`)."""
 
@@ -124,23 +102,27 @@ class Rollout:
         sandbox: Any,
         limits: Any,
         pool: ToolPool,
-        settings: RolloutSettings,
+        conf: TrainConfig,
         evaluator: Any = None,
         judge: Any = None,
         workers: int = 4,
         retriever: Any = None,
         catalog: Catalog | None = None,
+        source_run: str = "",
     ) -> None:
-        """The rollout reads `pool` (use menus) and never writes it: a build with r_eval > 0 leaves its tool as the
-        sample's `candidate`, for the caller to admit (`admit`; the trainer, across ranks). `retriever` (a
-        `smith.pool.retrieval` AdaptiveRetriever) builds use menus from the whole pool once it outgrows
-        `settings.menu_size`. `catalog` scores answers (`tasks.catalog`; None: the packaged one)."""
+        """`conf`: the typed config; the rollout reads its `dapo` (completion length, sampling), `use`, `evaluator`
+        and `judge` (kinds, turns, tokens) and `pool` (menu size) sections. The rollout reads `pool` (use menus) and
+        never writes it: a build with r_eval > 0 leaves its tool as the sample's `candidate`, for the caller to
+        admit (`admit`; the trainer, across ranks), stamped with `source_run` (the run directory's name).
+        `retriever` (a `smith.pool.retrieval` AdaptiveRetriever) builds use menus from the whole pool once it
+        outgrows `pool.menu_size`. `catalog` scores answers (`tasks.catalog`; None: the packaged one)."""
         # each role counts its own tokens and seconds (`take_meters`); the evaluator and judge may share a model
         self.policy = Metered(policy, "policy")
         self.sandbox = sandbox
         self.limits = limits
         self.pool = pool
-        self.settings = settings
+        self.conf = conf
+        self.source_run = source_run
         self.evaluator = Metered(evaluator, "evaluator") if evaluator is not None else None
         self.judge = Metered(judge, "judge") if judge is not None else None
         # sandbox runs only: every model call stays on the calling thread (module docstring)
@@ -171,15 +153,15 @@ class Rollout:
 
     # -- build ---------------------------------------------------------------------------------------
     def _params(self, max_new_tokens: int) -> SamplingParams:
-        return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.settings.temperature,
-                              top_p=self.settings.top_p)
+        return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.conf.dapo.temperature,
+                              top_p=self.conf.dapo.top_p)
 
     def _generate_builds(self, tasks: Sequence[BuildTask]) -> list[Sample]:
         """The build samples, not yet graded (`grade_builds`)."""
         if not tasks:
             return []
         prompts = [self.policy.render(build_messages(t.examples)) for t in tasks]
-        gens = self.policy.continue_ids(prompts, self._params(self.settings.max_completion_length))
+        gens = self.policy.continue_ids(prompts, self._params(self.conf.dapo.max_completion_length))
         samples = []
         for t, p, g in zip(tasks, prompts, gens, strict=True):
             s = Sample(EpisodeKind.BUILD, t.category, list(p))
@@ -197,7 +179,7 @@ class Rollout:
         parsed = [p or parse_response(t) for p, t in zip(parsed or [None] * len(texts), texts, strict=True)]
         for trace, p in zip(traces, parsed, strict=True):
             trace["parse"] = {"ok": p.ok, "reason": str(p.reason), "detail": p.detail}
-        judged = self.settings.judge != "none"
+        judged = self.conf.judge.kind != "none"
         ok = [i for i, p in enumerate(parsed) if p.ok]
         specs = {i: parsed[i].spec if hasattr(parsed[i], "spec") else parsed[i] for i in ok}
         evals = dict(zip(ok, self._evaluate([(specs[i], tasks[i].heldout) for i in ok]), strict=True))
@@ -222,7 +204,7 @@ class Rollout:
             trace["evaluation"] = {"correct": ev.correct, "k": ev.k, "faults": ev.faults,
                                    "no_tool_call": sum(t.status == "no_tool_call" for t in ev.traces)}
             candidate = PoolEntry(task.category, specs[i], ev.r_eval, None if math.isnan(r_judge) else r_judge,
-                                  self._step, self.settings.source_run) if ev.r_eval > 0 else None
+                                  self._step, self.source_run) if ev.r_eval > 0 else None
             rewards.append(({"format": format_reward(p), "evaluation": ev.r_eval, "judge": r_judge}, candidate))
         return rewards
 
@@ -237,12 +219,12 @@ class Rollout:
         for i, k in enumerate(keys):
             first.setdefault(k, i)
         distinct = [jobs[i] for i in first.values()]
-        if self.settings.evaluator == "direct":
+        if self.conf.evaluator.kind == "direct":
             results = list(self._executor.map(
                 lambda job: evaluate_direct(job[0], job[1], self.sandbox, self.limits, self.catalog), distinct))
         else:
             results = evaluate_many(distinct, self.evaluator, self.sandbox, self.limits,
-                                    self.settings.evaluator_max_turns, catalog=self.catalog)
+                                    self.conf.evaluator.max_turns, catalog=self.catalog)
         graded = dict(zip(first, results, strict=True))
         return [graded[k] if first[k] == i else copy.deepcopy(graded[k]) for i, k in enumerate(keys)]
 
@@ -255,7 +237,7 @@ class Rollout:
         keys = [json.dumps(m) for m in prompts]
         distinct = dict(zip(keys, prompts, strict=True))  # the judge decodes greedily: one ask per distinct tool
         said = [g.text for g in self.judge.chat(list(distinct.values()),
-                                                 params=SamplingParams(max_new_tokens=self.settings.judge_max_new_tokens))]
+                                                 params=SamplingParams(max_new_tokens=self.conf.judge.max_new_tokens))]
         answers = dict(zip(distinct, said, strict=True))
         replies = [answers[k] for k in keys]
         rewards = []
@@ -274,12 +256,12 @@ class Rollout:
         match = self.pool.matching(category, rng)
         if match is None:
             return None
-        if self.retriever is not None and len(self.pool) > self.settings.menu_size:
+        if self.retriever is not None and len(self.pool) > self.conf.pool.menu_size:
             entries = list(self.pool)
-            picked = self.retriever.shortlist(question, [e.document() for e in entries], self.settings.menu_size)
+            picked = self.retriever.shortlist(question, [e.document() for e in entries], self.conf.pool.menu_size)
             tools = [entries[i] for i in picked]
         else:
-            tools = [match, *self.pool.distractors(category, self.settings.n_distractors, rng)]
+            tools = [match, *self.pool.distractors(category, self.conf.use.n_distractors, rng)]
             rng.shuffle(tools)
         return list(menu_names(tools).items())
 
@@ -310,13 +292,13 @@ class Rollout:
             samples.append(Sample(EpisodeKind.USE, t.category, list(ids)))
             if menu is not None:
                 samples[-1].trace["menu"] = [f"{name} ({entry.category})" for name, entry in menu]
-            episodes.append(Episode(samples[-1], dict(menu or []), budget=self.settings.max_completion_length, key=t))
+            episodes.append(Episode(samples[-1], dict(menu or []), budget=self.conf.dapo.max_completion_length, key=t))
         if inner:
             self._inner_builds([episodes[i] for i in inner], rng)
-        execute = menu_executor(self.sandbox, self.limits, self.settings.max_tool_output_chars, self._executor)
+        execute = menu_executor(self.sandbox, self.limits, self.conf.use.max_tool_output_chars, self._executor)
         # each turn, within the episode's budget
-        turn = min(self.settings.max_completion_length, self.settings.max_turn_tokens)
-        play(episodes, self.policy, self._params(turn), self.settings.max_turns, execute)
+        turn = min(self.conf.dapo.max_completion_length, self.conf.use.max_turn_tokens)
+        play(episodes, self.policy, self._params(turn), self.conf.use.max_turns, execute)
         for s, e in zip(samples, episodes, strict=True):
             s.truncated = e.truncated
             self._score_use(s, e)
@@ -326,7 +308,7 @@ class Rollout:
         """The policy writes a tool from the 4 examples, then continues the same episode with it."""
         samples = [e.transcript for e in episodes]
         gens = self.policy.continue_ids([s.prompt_ids for s in samples],
-                                        self._params(self.settings.max_completion_length))
+                                        self._params(self.conf.dapo.max_completion_length))
         fmt = self.policy.chat_format
         parsed = [parse_response(without_reasoning(g.text)) for g in gens]
         for s, g in zip(samples, gens, strict=True):
@@ -342,7 +324,7 @@ class Rollout:
                 e.end = "budget" if g.finish_reason == "length" else "no_tool"
                 continue
             own = PoolEntry(t.category, p.spec, 0.0)
-            others = self.pool.distractors(t.category, self.settings.n_distractors, rng)
+            others = self.pool.distractors(t.category, self.conf.use.n_distractors, rng)
             tools = [own, *others]
             rng.shuffle(tools)
             e.menu = menu_names(tools)
@@ -367,8 +349,8 @@ class Rollout:
         if faults:
             s.rewards = dict.fromkeys(AXES, NAN)
             return
-        s.rewards["use"] = correctness_reward(correct, e.turns, self.settings.max_turns, self.settings.eta_mid,
-                                              self.settings.eta_min)
+        s.rewards["use"] = correctness_reward(correct, e.turns, self.conf.use.max_turns, self.conf.use.eta_mid,
+                                              self.conf.use.eta_min)
         s.rewards["tool"] = tool_execution_reward(used, len(e.calls) - ok, answer is not None)
 
 

@@ -27,7 +27,7 @@ from smith.train.checkpoints import last_complete_checkpoint, restore
 from smith.train.checks import check_config, check_places
 from smith.train.progress import ConsoleCallback, WandbConfig
 from smith.train.resume import check_resume_config, save_config
-from smith.train.session import Session, rollout_settings
+from smith.train.session import Session
 from smith.train.trainer import AXIS_REWARDS, SmithTrainer
 
 
@@ -212,8 +212,9 @@ def train(conf: TrainConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         # the warm and cold-started models live at a local path only: checkpoints name that path as their base
         base = model_path if conf.model.name_or_path == "tiny-warm" or conf.cold.demos > 0 else None
         session = Session(conf, run_dir, pool, base_model=base)
-        rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool, settings=rollout_settings(conf, run_dir),
-                          workers=max(2, conf.sandbox.workers), retriever=retriever, catalog=catalog)
+        rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool, conf=conf,
+                          workers=max(2, conf.sandbox.workers), retriever=retriever, catalog=catalog,
+                          source_run=run_dir.name)
         trainer = SmithTrainer(model=model, reward_funcs=AXIS_REWARDS, args=args, train_dataset=dataset,
                                processing_class=tok, session=session, tasks=source, policy=policy, copy=copy,
                                make_rollout=lambda policy, copy: rollout(policy, **roles(copy)),

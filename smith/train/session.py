@@ -15,7 +15,7 @@ from typing import Any
 
 from smith.config import TrainConfig
 from smith.pool import ToolPool
-from smith.rollout.episodes import EpisodeKind, RolloutSettings, Sample
+from smith.rollout.episodes import EpisodeKind, Sample
 
 
 class Session:
@@ -102,24 +102,3 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
 def format_reasons(samples: list[Any]) -> Counter:
     """Build responses per parse outcome ("ok" or the failure reason): the `format/<reason>` log columns."""
     return Counter(s.trace.get("parse", {}).get("reason") or "ok" for s in samples if "parse" in s.trace)
-
-
-def rollout_settings(conf: TrainConfig, run_dir: Path) -> RolloutSettings:
-    """The rollout's settings from the typed config (smith.config)."""
-    return RolloutSettings(
-        max_completion_length=conf.dapo.max_completion_length,
-        temperature=conf.dapo.temperature,
-        top_p=conf.dapo.top_p,
-        max_turns=conf.use.max_turns,
-        eta_mid=conf.use.eta_mid,
-        eta_min=conf.use.eta_min,
-        n_distractors=conf.use.n_distractors,
-        max_tool_output_chars=conf.use.max_tool_output_chars,
-        max_turn_tokens=conf.use.max_turn_tokens,
-        evaluator=conf.evaluator.kind,
-        judge=conf.judge.kind,
-        evaluator_max_turns=conf.evaluator.max_turns,
-        judge_max_new_tokens=conf.judge.max_new_tokens,
-        menu_size=conf.pool.menu_size,
-        source_run=run_dir.name,
-    )
