@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from smith.errors import ConfigError
 from smith.models import load_backend, resolve_model
 from smith.models.base import ChatBackend, SamplingParams
 from smith.models.hf import HFBackend
@@ -38,6 +39,20 @@ def test_tiny_and_model_dir(tiny_model_dir):
     direct = load_backend(str(tiny_model_dir), cfg)
     assert direct.chat(CONV, None, GREEDY)[0].completion_ids == tiny.chat(CONV, None, GREEDY)[0].completion_ids
     assert next(direct.model.parameters()).dtype == torch.float32  # CPU runs float32 whatever model.dtype says
+
+
+def test_tiny_warm_resolves_alike_for_training_and_evaluation(warm_model_dir, tmp_path):
+    """One resolver of the built specs: `model=tiny-warm` in eval.py is the policy train.py starts from (the
+    shipped copy, or a built `warm_dir`); a `warm_dir` with no model in it is one line naming the build command."""
+    from smith.entry import train_config
+    from smith.models import built_model
+    from smith.train.checks import _model_dir
+
+    conf = train_config(["recipe=tiny"])
+    assert resolve_model("tiny-warm") == (str(warm_model_dir), None) == (built_model("tiny-warm", conf), None)
+    assert _model_dir(conf, "tiny-warm") == str(warm_model_dir)
+    with pytest.raises(ConfigError, match=r"^tiny-warm: no model in .*; build it with `smith tiny-model .* --warm`$"):
+        resolve_model("tiny-warm", {"warm_dir": str(tmp_path / "none")})
 
 
 def test_lora_checkpoint_uses_its_base_and_adapter(tiny_model_dir, lora_dir):

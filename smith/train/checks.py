@@ -13,18 +13,17 @@ from smith.errors import ConfigError, writable_dir, writable_parent
 from smith.models import check_chat_format
 from smith.models.openai import check_endpoint
 from smith.models.real import REAL_SPEC, gguf_file
+from smith.models.tiny import WARM_SHIPPED, WARM_SPEC
 from smith.models.vllm import lora_slot_rank
 from smith.train.advantages import ADVANTAGES
 from smith.train.args import trainer_overrides
 
-MODEL_DIRS = {"tiny": "tiny_dir", "tiny-warm": "warm_dir", REAL_SPEC: "real_dir"}  # built (and cached) by the run
+MODEL_DIRS = {"tiny": "tiny_dir", WARM_SPEC: "warm_dir", REAL_SPEC: "real_dir"}  # built (and cached) by the run
 
 
 def _model_dir(conf: TrainConfig, name: str) -> str:
     """Where a built model spec lives (`model.warm_dir` null: the warm model shipped with smith)."""
-    from smith.train.warm import SHIPPED
-
-    return str(getattr(conf.model, MODEL_DIRS[name]) or SHIPPED)
+    return str(getattr(conf.model, MODEL_DIRS[name]) or WARM_SHIPPED)
 
 
 def check_vllm_server(conf: TrainConfig) -> None:

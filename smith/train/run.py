@@ -16,8 +16,9 @@ import torch
 from sandbox import open_sandbox
 from smith.config import EvaluatorConfig, JudgeConfig, TrainConfig
 from smith.errors import ConfigError, writable_dir
+from smith.models import built_model
 from smith.models.chat_format import chat_format
-from smith.models.real import REAL_SPEC
+from smith.models.tiny import WARM_SPEC
 from smith.pool import ToolPool
 from smith.rollout.episodes import Rollout
 from smith.train.adapters import EVALUATOR_ADAPTER, sync_evaluator
@@ -38,24 +39,16 @@ def load_policy(conf: TrainConfig, on_gpu: bool) -> tuple[Any, Any, str]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     m = conf.model
-    name = path = m.name_or_path
-    if name == "tiny":
-        from smith.models.tiny import build_tiny_model
+    name = m.name_or_path
+    with PartialState().main_process_first():
+        if name == WARM_SPEC:  # built (or checked current) here: its build needs the rollout, above smith.models
+            from smith.train.warm import build_warm_model
 
-        with PartialState().main_process_first():
-            path = str(build_tiny_model(m.tiny_dir)[0].resolve())
-    elif name == "tiny-warm":
-        from smith.train.warm import build_warm_model
-
-        with PartialState().main_process_first():
-            path = str(build_warm_model(m.warm_dir, cache_dir=conf.tasks.cache_dir)[0].resolve())
-    elif name == REAL_SPEC:
-        from smith.models.real import build_real_model
-
-        with PartialState().main_process_first():
-            path = str(build_real_model(m.real_dir)[0].resolve())
-    elif Path(name).is_dir():  # adapters name their base by this path: absolute, so they load from anywhere
-        path = str(Path(name).resolve())
+            build_warm_model(m.warm_dir, cache_dir=conf.tasks.cache_dir)
+        built = built_model(name, conf)  # tiny, tiny-warm, smollm2-135m: the resolver evaluation uses too
+    # a local model by its absolute path (adapters name their base by it, so they load from anywhere); a hub id as
+    # it is (transformers' cache, or a download, decides)
+    path = str(Path(built or name).resolve()) if built is not None or Path(name).is_dir() else name
     if conf.cold.demos > 0:
         from smith.train.cold import build_cold_start
 
@@ -210,7 +203,7 @@ def train(conf: TrainConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
         sandbox, limits = open_sandbox(conf.sandbox)
         stack.callback(sandbox.close)
         # the warm and cold-started models live at a local path only: checkpoints name that path as their base
-        base = model_path if conf.model.name_or_path == "tiny-warm" or conf.cold.demos > 0 else None
+        base = model_path if conf.model.name_or_path == WARM_SPEC or conf.cold.demos > 0 else None
         session = Session(conf, run_dir, pool, base_model=base)
         rollout = partial(Rollout, sandbox=sandbox, limits=limits, pool=pool, conf=conf,
                           workers=max(2, conf.sandbox.workers), retriever=retriever, catalog=catalog,

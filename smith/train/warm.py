@@ -57,6 +57,7 @@ from trl import SFTTrainer
 
 from smith.builds import cached_build, read_marker
 from smith.models.chat_format import ToolCall, chat_format
+from smith.models.tiny import WARM_SHIPPED
 from smith.pool import PoolEntry, menu_names
 from smith.rewards.evaluation import EVALUATOR_SYSTEM
 from smith.rewards.judge import INSTRUCTIONS as JUDGE_INSTRUCTIONS
@@ -72,7 +73,7 @@ WEIGHTS = "model.safetensors"
 # The warm model ships with smith (a few MB): float32 SFT gives other weights on other CPU kinds, and the build
 # takes about 10 minutes on 2 cores; `smith tiny-model smith/assets/tiny-warm --warm` rebuilds it in place
 # (tests/test_warm.py fails while the shipped one does not match the current settings).
-SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "tiny-warm"
+SHIPPED = WARM_SHIPPED
 CATEGORIES = ("lcm", "prime_factorization", "spell_backward")
 SEED_OFFSET = 7919  # SFT items come from their own seed, never the training or evaluation streams
 EASY_BANK, HARD_BANK = 64, 1500  # many distinct questions: the model must copy them, it cannot memorise them
