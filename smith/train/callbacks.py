@@ -21,7 +21,7 @@ class SmithCallback(TrainerCallback):
     """Checkpoint extras (pool, evaluator copy, sync step, completion marker), metrics.jsonl, timing."""
 
     def __init__(self, session: Session) -> None:
-        self.s = session
+        self.session = session
         self._step_start = 0.0
         self._update = 0.0  # seconds of the last step outside the evaluator sync, generation and grading
 
@@ -31,7 +31,7 @@ class SmithCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         total = time.perf_counter() - self._step_start
         # consumed (already logged): a step that reuses its batch (`dapo.updates_per_batch` > 1) rolls nothing out
-        rollout = sum(self.s.step_metrics.pop(f"time/{k}", 0.0) for k in ("sync", "generation", "grading"))
+        rollout = sum(self.session.step_metrics.pop(f"time/{k}", 0.0) for k in ("sync", "generation", "grading"))
         self._update = max(total - rollout, 0.0)
 
     def on_log(self, args, state, control, logs=None, **kw):  # noqa: ANN001, ANN201
@@ -39,19 +39,19 @@ class SmithCallback(TrainerCallback):
             return
         row = {"step": state.global_step, **_clean(dict(logs))}
         row["time/update"] = self._update
-        with (self.s.run_dir / "metrics.jsonl").open("a") as f:
+        with (self.session.run_dir / "metrics.jsonl").open("a") as f:
             f.write(json.dumps(row) + "\n")
 
     def on_save(self, args, state, control, model=None, **kw):  # noqa: ANN001, ANN201
-        copy = evaluator_state(model) if self.s.has_evaluator_copy and model is not None else None  # every rank
+        copy = evaluator_state(model) if self.session.has_evaluator_copy and model is not None else None  # every rank
         if not state.is_world_process_zero:
             return
         ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        self.s.pool.save(ckpt / POOL_FILE)
+        self.session.pool.save(ckpt / POOL_FILE)
         if copy is not None:
             torch.save(copy, ckpt / EVALUATOR_FILE)
-        meta = {"step": state.global_step, "last_sync": self.s.last_sync, "pool_size": len(self.s.pool),
-                "base_model": self.s.base_model, "time": time.time()}
+        meta = {"step": state.global_step, "last_sync": self.session.last_sync, "pool_size": len(self.session.pool),
+                "base_model": self.session.base_model, "time": time.time()}
         tmp = ckpt / f".{COMPLETE}.tmp"
         tmp.write_text(json.dumps(meta))
         os.replace(tmp, ckpt / COMPLETE)
@@ -61,4 +61,4 @@ class SmithCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         if state.is_world_process_zero:
-            self.s.pool.save(self.s.run_dir / POOL_FILE)
+            self.session.pool.save(self.session.run_dir / POOL_FILE)
