@@ -90,7 +90,7 @@ def test_no_demonstration_that_fits_is_a_clear_error(tiny_model_dir, rg_cache, t
 
 
 @pytest.mark.timeout(3600)
-@pytest.mark.slow  # the cold start (48 demonstrations) and 2 SMITH steps of a real 135M model on 2 CPU cores
+@pytest.mark.slow  # the cold start (192 demonstrations) and 2 SMITH steps of a real 135M model on 2 CPU cores
 def test_real_weights_smoke_run(real_model_dir, tmp_path):
     """`recipe=smollm2-135m` as benchmarks/real_step.py runs it (the recipe's 2 steps), then the run it left."""
     run = tmp_path / "run"
@@ -102,7 +102,7 @@ def test_real_weights_smoke_run(real_model_dir, tmp_path):
     lines = [x for x in proc.stdout.splitlines() if x.startswith("real step ")]
     assert len(lines) == 2 and re.search(r"^real_step generation=[0-9.]+ .* tokens/s=[0-9.]+", proc.stdout, re.M)
     cold = json.loads((ROOT / "checkpoints" / ".cold-start" / MARKER).read_text())
-    assert cold["rows"] == 48 and cold["base_path"] == str(real_model_dir.resolve())
+    assert cold["rows"] == 192 and cold["base_path"] == str(real_model_dir.resolve())
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     episodes = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and {e["kind"] for e in episodes} == {"build", "use"}
