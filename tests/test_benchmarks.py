@@ -50,9 +50,10 @@ def test_roles_prints_each_roles_row():
                            "--categories", "lcm"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| evaluator questions ending in a call of the tool | " in proc.stdout
+    assert "| use answers right | " in proc.stdout and "| use answers without a tool call | " in proc.stdout
     last = proc.stdout.strip().splitlines()[-1]
-    assert re.fullmatch(r"roles build_parsed=\S+ build_right=\S+ evaluator_called=\S+ evaluator_agrees=\S+ "
-                        r"judge_parsed=\S+ judge_auc=\S+", last), last
+    assert re.fullmatch(r"roles build_parsed=\S+ build_right=\S+ use_right=\S+ use_no_call=\S+ evaluator_called=\S+ "
+                        r"evaluator_agrees=\S+ judge_parsed=\S+ judge_auc=\S+", last), last
 
 
 def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
