@@ -416,7 +416,7 @@ def _unknown_key(node: Any, schema: type, prefix: str = "") -> str | None:
 
 def typed(cfg: Any) -> TrainConfig:
     """The typed, validated config from Hydra's composed DictConfig (a TrainConfig is returned as it is): built
-    once at start-up (smith.train.checks.check_config) and passed down."""
+    once, by smith.entry, and passed down; a key the schema lacks is a one-line error naming it."""
     if isinstance(cfg, TrainConfig):
         return cfg
     from omegaconf import OmegaConf
