@@ -26,7 +26,7 @@ from datasets import Dataset  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
-from smith.entry import compose  # noqa: E402
+from smith.entry import train_config  # noqa: E402
 from smith.train.args import grpo_args  # noqa: E402
 from smith.train.data import prompt_rows  # noqa: E402
 from smith.train.trainer import AXIS_REWARDS, SmithTrainer  # noqa: E402
@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=256, help="completion tokens a row")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
-    cfg = compose("config", ["recipe=tiny"], ("recipe",))
+    cfg = train_config(["recipe=tiny"])
     args = grpo_args(cfg, Path(tempfile.mkdtemp(prefix="dropped-rows-")), on_gpu=False, num_processes=1)
     trainer = SmithTrainer(model=AutoModelForCausalLM.from_pretrained(WARM), reward_funcs=AXIS_REWARDS, args=args,
                            processing_class=AutoTokenizer.from_pretrained(WARM),

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from smith.entry import compose  # noqa: E402
+from smith.entry import train_config  # noqa: E402
 from smith.train import resolve_run_dir  # noqa: E402
 from smith.train.run import train  # noqa: E402
 
@@ -38,11 +38,11 @@ def main() -> None:
     ap.add_argument("overrides", nargs="*", help="more train.py overrides, e.g. dapo.num_generations=4")
     a = ap.parse_args()
     out = Path(a.out or tempfile.mkdtemp(prefix="real-step-"))
-    cfg = compose("config", ["recipe=smollm2-135m", f"max_steps={a.steps}", f"save_every={a.steps}",
-                             f"output_dir={out}", *a.overrides], ("recipe",))
+    cfg = train_config(["recipe=smollm2-135m", f"max_steps={a.steps}", f"save_every={a.steps}",
+                             f"output_dir={out}", *a.overrides])
     train(cfg, resolve_run_dir(cfg))
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    samples = int(cfg.dapo.prompts_per_step) * int(cfg.dapo.num_generations)
+    samples = cfg.dapo.prompts_per_step * cfg.dapo.num_generations
     totals = {p: 0.0 for p in (*PHASES, "total", "tokens")}
     for row in rows:
         phases = {p: float(row.get(f"time/{p}", 0.0)) for p in PHASES}

@@ -103,7 +103,7 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from smith.entry import compose
+    from smith.entry import train_config
     from smith.models.tiny import build_tiny_model
     from smith.pool import ToolPool
     from smith.rewards import AXES
@@ -142,14 +142,14 @@ def main() -> None:
         return timer.times[1:]  # first step warms up
 
     def smith_run() -> list[float]:
-        cfg = compose("config", ["recipe=tiny-random", f"output_dir={tmp / 'smith'}", "judge.kind=none"], ("recipe",))
+        cfg = train_config(["recipe=tiny-random", f"output_dir={tmp / 'smith'}", "judge.kind=none"])
         run_dir = tmp / "smith"
         run_dir.mkdir(exist_ok=True)
         samples = fixed_samples(tok, n_rows, G, a.length)
         session = Session(cfg, run_dir, ToolPool())
         timer = StepTimer()
         t = SmithTrainer(model=model(), reward_funcs=AXIS_REWARDS, args=make_args(str(run_dir), a.steps, G,
-                         per_device, advantage="per_axis", std_floor=float(cfg.dapo.std_floor),
+                         per_device, advantage="per_axis", std_floor=cfg.dapo.std_floor,
                          dynamic_sampling="drop", loss_norm="per_kind"), train_dataset=dataset, processing_class=tok,
                          session=session, tasks=KeySource(), make_rollout=lambda policy, copy: FixedRollout(samples),
                          callbacks=[timer])

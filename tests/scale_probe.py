@@ -61,7 +61,7 @@ def _vllm_vs_policy(trainer: Any) -> dict[str, Any]:
 
 
 def main(out_path: str, overrides: list[str]) -> None:
-    from smith.entry import compose
+    from smith.entry import train_config
     from smith.train import resolve_run_dir
     from smith.train.run import train
     from smith.train.trainer import SmithTrainer
@@ -99,7 +99,7 @@ def main(out_path: str, overrides: list[str]) -> None:
 
     SmithTrainer._rollout = probed
     SmithTrainer._compute_loss = probed_loss
-    cfg = compose("config", overrides, ("recipe",))
+    cfg = train_config(overrides)
     train(cfg, resolve_run_dir(cfg))
     with open(out_path, "w") as f:
         json.dump(records, f)

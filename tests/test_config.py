@@ -140,14 +140,6 @@ def test_a_resume_of_a_run_saved_before_a_setting_existed_sees_no_change(tmp_pat
     assert config_changes(changed, tmp_path) == ['dapo.advantage: (absent) -> "sum_then_normalize"']
 
 
-@pytest.mark.parametrize("recipe", sorted(p.stem for p in (ROOT / "recipes" / "recipe").glob("*.yaml")))
-def test_every_recipe_composes_into_the_typed_config(recipe):
-    from smith.entry import train_config
-
-    conf = train_config([f"recipe={recipe}"])
-    assert isinstance(conf, TrainConfig) and conf.name == recipe
-
-
 @pytest.mark.parametrize("override", ["+max_step=3", "+dapo.learnin_rate=1", "+rewards.weights.uze=1"])
 def test_a_key_the_schema_lacks_is_a_one_line_error_naming_it(override):
     """Hydra's `+key=value` (and so a key a recipe adds) lands in any node; the typed config refuses it."""

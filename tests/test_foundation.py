@@ -12,7 +12,8 @@ import yaml
 from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from smith.entry import ConfigError, compose, options
+from smith.config import TrainConfig
+from smith.entry import ConfigError, compose, options, train_config
 from smith.models.chat_format import parse_tool_calls
 from smith.models.tiny import build_tiny_model
 
@@ -77,9 +78,9 @@ def test_tiny_model_is_cached_and_deterministic(tmp_path):
 
 
 @pytest.mark.parametrize("recipe", options("recipe"))
-def test_every_recipe_composes(recipe):
-    cfg = compose("config", [f"recipe={recipe}"], ("recipe",))
-    assert cfg.name and cfg.model.name_or_path
+def test_every_recipe_composes_into_the_typed_config(recipe):
+    cfg = train_config([f"recipe={recipe}"])
+    assert isinstance(cfg, TrainConfig) and cfg.name == recipe and cfg.model.name_or_path
     assert cfg.dapo.loss_type == "dapo" and cfg.dapo.epsilon == 0.2 and cfg.dapo.epsilon_high == 0.28
     assert cfg.build.fraction == 0.5 and cfg.build.n_examples == 4
     assert cfg.use.eta_mid == 0.7 and cfg.use.eta_min == 0.3 and cfg.use.n_distractors == 2
