@@ -74,7 +74,37 @@ def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = ()
     preset = OmegaConf.select(cfg, "suite.quick") if quick and cfg.get("quick") else None
     if preset:  # `quick=true`: the suite's own overrides first, so that the user's still win
         return compose(config_name, [*map(str, preset), *overrides], groups, quick=False)
+    if config_name == "eval" and (unknown := _undeclared(cfg, _declared(cfg))):
+        raise ConfigError(f"{unknown} is not a setting of eval.py or suite {cfg.suite.name} (recipes/eval.yaml, "
+                          f"recipes/suite/{cfg.suite.name}.yaml)")
     return cfg
+
+
+def _declared(cfg: DictConfig) -> dict:
+    """The keys an evaluation config may hold: recipes/eval.yaml's and its suite's file's (training's are the
+    typed schema's, checked by smith.config.typed)."""
+    def keys(path: Path) -> dict:
+        node = OmegaConf.to_container(OmegaConf.load(path))
+        parents = [keys(path.parent / f"{d}.yaml") for d in node.pop("defaults", []) if d != "_self_"]
+        return OmegaConf.to_container(OmegaConf.merge(*parents, node))
+
+    root = OmegaConf.to_container(OmegaConf.load(RECIPES / "eval.yaml"))
+    root.pop("defaults", None)
+    root.update(vllm={}, openai={})  # free-form sections: vllm.LLM kwargs, the OpenAI client's (smith.models)
+    return OmegaConf.to_container(OmegaConf.merge(root, keys(RECIPES / "suite" / f"{cfg.suite.name}.yaml")))
+
+
+def _undeclared(node: DictConfig, declared: dict, prefix: str = "") -> str | None:
+    """The first key of `node` its declaration lacks (Hydra's `+key=value` adds one anywhere); a section declared
+    empty or null takes any keys."""
+    for key in node:
+        if key not in declared:
+            return f"{prefix}{key}"
+        sub = node.get(key)
+        if isinstance(sub, DictConfig) and isinstance(declared[key], dict) and declared[key] \
+                and (found := _undeclared(sub, declared[key], f"{prefix}{key}.")):
+            return found
+    return None
 
 
 def train_config(overrides: list[str]) -> TrainConfig:

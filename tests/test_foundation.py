@@ -184,3 +184,17 @@ def test_ci_names_a_stage_skipped_for_time_and_the_tests_that_did_not_run():
     assert out == ["ci: SKIPPED the learning stage: 80 of CI's 90 minutes are spent and it needs about 8 more; "
                    "these tests did not run:", "ci:   tests/test_a.py::one", "ci:   tests/test_b.py::two",
                    "skipped: the learning stage", "fits: the scale-out stage"]
+
+
+@pytest.mark.parametrize("suite", options("suite"))
+@pytest.mark.parametrize("override", ["+suite.n_itemz=3", "+limt=3"])
+def test_a_key_no_eval_file_declares_is_a_one_line_error(suite, override):
+    """Hydra's `+key=value` adds a key anywhere; eval.py refuses one that neither recipes/eval.yaml nor the suite's
+    file (with the files it builds on) declares, naming it; `vllm.*` and `openai.*` stay free-form (smith.models).
+    Every suite composes, with and without its quick preset."""
+    for quick in ("quick=false", "quick=true"):
+        compose("eval", [f"suite={suite}", "model=tiny", quick], ("suite",))
+    compose("eval", [f"suite={suite}", "model=tiny", "+vllm.enforce_eager=true", "+openai.timeout_s=5"], ("suite",))
+    key = override[1:].partition("=")[0]
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)} is not a setting of eval.py or suite {suite} "):
+        compose("eval", [f"suite={suite}", "model=tiny", override], ("suite",))
