@@ -131,6 +131,57 @@ def test_a_repeated_prompt_is_prefilled_once_and_its_rows_decode_as_if_alone(bac
     assert [g.completion_ids for g in shared] == alone
 
 
+def test_the_in_place_cache_decodes_as_transformers_generate(backend):
+    """smith's cache writes each token in place and doubles its buffer when full (several times over 150 tokens of
+    prompts of different lengths): greedy, every row gives the tokens of transformers' `generate` and its
+    concatenating cache, with rows leaving the batch on the way."""
+    from smith.models.hf import transformers_generate
+
+    prompts = [backend.render(c) for c in CONVS]
+    greedy = SamplingParams(max_new_tokens=150, temperature=0.0)
+    with EosBias(backend, -1e4):
+        ours = [g.completion_ids for g in backend.continue_ids(prompts, greedy)]
+        theirs = transformers_generate(backend, prompts, 150)
+    assert ours == theirs and all(len(r) == 150 for r in ours)
+    with EosBias(backend, 1.0):  # rows end at different steps (19-38 tokens) and leave the batch
+        ours = [g.completion_ids for g in backend.continue_ids(prompts, greedy)]
+        theirs = transformers_generate(backend, prompts, 150)
+    assert ours == theirs and len({len(r) for r in ours}) > 1
+
+
+def test_a_next_turn_prefills_only_the_tokens_it_adds(backend):
+    """An episode's next turn (the last call's prompt and reply, then a tool's output) reuses the keys and values of
+    the previous call's row: only the new tokens are prefilled, and the tokens and logprobs are those of a backend
+    that prefills everything. Changed weights (an optimizer step bumps their versions) or another adapter void
+    the kept rows."""
+    prompts = [backend.render(c) for c in CONVS]
+    greedy = SamplingParams(max_new_tokens=30, temperature=0.0)
+    widths = []
+    hook = backend.model.register_forward_pre_hook(lambda _m, _a, kw: widths.append(kw["input_ids"].shape),
+                                                   with_kwargs=True)
+    try:
+        with EosBias(backend, 1.0):  # rows end by eos (leaving the batch) or at the limit
+            first = backend.continue_ids(prompts, greedy)
+        assert {g.finish_reason for g in first} == {"stop", "length"}
+        tool = backend.chat_format.continuation([{"role": "tool", "content": "42"}])
+        turn = [g.prompt_ids + g.completion_ids + tool for g in first]
+        widths.clear()
+        again = backend.continue_ids(turn, greedy)
+        assert widths[0] == (3, len(tool) + 1)  # the reply's last token (never forwarded) and the tool's output
+        alone = HFBackend(backend.model, backend.tokenizer).continue_ids(turn, greedy)  # prefills everything
+        for a, b in zip(again, alone, strict=True):
+            assert a.completion_ids == b.completion_ids
+            assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
+        backend.continue_ids(prompts, greedy)
+        with torch.no_grad():
+            backend.model.get_output_embeddings().weight.mul_(1.0)  # the same values, a new version
+        widths.clear()
+        backend.continue_ids(turn, greedy)
+        assert widths[0] == (3, max(map(len, turn)))
+    finally:
+        hook.remove()
+
+
 def test_eos_cuts_each_row_and_keeps_the_eos_token(backend):
     params = SamplingParams(max_new_tokens=10, temperature=1.0, seed=11)
     with EosBias(backend, 5.5):  # ~10% eos per step: some rows stop early, some run to the cap

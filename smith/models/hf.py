@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
+from transformers.cache_utils import Cache, DynamicLayer
 
 from smith.errors import ConfigError
 from smith.models.base import Generation, SamplingParams, TokenBackend
@@ -49,6 +50,83 @@ def eos_ids_of(model: Any, tokenizer: Any) -> set[int]:
     if not ids:
         raise ValueError("the tokenizer and generation config define no eos token; set tokenizer.eos_token")
     return ids
+
+
+class _GrowingLayer(DynamicLayer):
+    """A KV-cache layer written in place into a buffer that doubles when full. transformers' DynamicLayer
+    concatenates the whole cache with every new token: a copy of every row's keys and values per token and layer,
+    which on CPU costs more than the model's own forward once a batch holds 8 rows of a long prompt (a real-weights
+    step's decode); here a token costs a write of its own keys and values."""
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        super().lazy_initialization(key_states, value_states)
+        self.length = 0
+        self._keys = self._values = key_states.new_empty(0)
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        start, end = self.length, self.length + key_states.shape[-2]
+        if self._keys.numel() == 0 or end > self._keys.shape[-2]:
+            shape = (*key_states.shape[:2], max(2 * end, 64), key_states.shape[-1])
+            keys, values = key_states.new_empty(shape), value_states.new_empty(shape)
+            if start:
+                keys[..., :start, :], values[..., :start, :] = self._keys[..., :start, :], self._values[..., :start, :]
+            self._keys, self._values = keys, values
+        self._keys[..., start:end, :] = key_states
+        self._values[..., start:end, :] = value_states
+        self.length = end
+        return self._view()
+
+    def _view(self) -> tuple[torch.Tensor, torch.Tensor]:
+        self.keys, self.values = self._keys[..., : self.length, :], self._values[..., : self.length, :]
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.length if self.is_initialized else 0
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        if self.get_seq_length() > 0:
+            self._keys, self._values = self._keys[indices], self._values[indices]
+            self._view()
+
+
+class _PrefixCache:
+    """The keys and values of the rows of a backend's last generation call, so that the next turn of an episode
+    (its prompt: the last call's prompt, the reply, the tool's output) prefills only the tokens it added, as vLLM's
+    automatic prefix caching does. Valid only for the weights and adapter they were computed with: `state` is the
+    adapter and every parameter's version counter (an optimizer step or a re-sync bumps them)."""
+
+    LIMIT_BYTES = 1 << 30  # rows past it are not kept (they are prefilled again, as without the cache)
+
+    def __init__(self) -> None:
+        self.state: Any = None
+        self.rows: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]] = []  # (tokens, per layer K, V)
+        self.fresh: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]] = []
+        self.fresh_bytes = 0
+
+    def find(self, prompt: list[int], state: Any) -> tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]] | None:
+        """The longest kept row whose tokens start `prompt` and leave at least one token of it to prefill."""
+        if state != self.state:
+            return None
+        best = None
+        for tokens, layers in self.rows:
+            n = len(tokens)
+            if n < len(prompt) and (best is None or n > len(best[0])) and prompt[n - 1] == tokens[-1] \
+                    and prompt[:n] == tokens:
+                best = (tokens, layers)
+        return best
+
+    def keep(self, tokens: list[int], layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        size = sum(k.numel() * k.element_size() * 2 for k, _ in layers)
+        if self.fresh_bytes + size <= self.LIMIT_BYTES:
+            self.fresh.append((tokens, layers))
+            self.fresh_bytes += size
+
+    def settle(self, state: Any) -> None:
+        """The rows kept during the call that just ended replace the previous call's."""
+        self.state, self.rows, self.fresh, self.fresh_bytes = state, self.fresh, [], 0
 
 
 def _sample(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,6 +173,7 @@ class HFBackend(TokenBackend):
         self.eos_ids = eos_ids_of(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids))
+        self._prefixes = _PrefixCache()
 
     @classmethod
     def from_pretrained(
@@ -138,9 +217,14 @@ class HFBackend(TokenBackend):
         gen.manual_seed(params.seed if params.seed is not None else int(torch.randint(2**62, (1,)).item()))
         size = self.batch_size or max(len(prompts), 1)
         out: list[Generation] = []
-        with self._generation_mode(self.adapter if adapter is ACTIVE else adapter):
+        adapter = self.adapter if adapter is ACTIVE else adapter
+        state = (repr(adapter), getattr(self.model, "active_adapter", None),
+                 sum(p._version for p in self.model.parameters()))
+        with self._generation_mode(adapter):
             for start in range(0, len(prompts), size):
-                out.extend(self._generate([list(map(int, p)) for p in prompts[start : start + size]], params, gen))
+                chunk = [list(map(int, p)) for p in prompts[start : start + size]]
+                out.extend(self._generate(chunk, params, gen, state))
+        self._prefixes.settle(state)
         return out
 
     def _device(self) -> torch.device:
@@ -199,18 +283,34 @@ class HFBackend(TokenBackend):
             logits_to_keep=1,  # only the last position: full-prompt logits would not fit for big vocabs
         ).logits[:, -1, :]
 
-    def _generate(self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator) -> list[Generation]:
+    def _generate(self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator, state: Any
+                  ) -> list[Generation]:
         """Each distinct prompt is prefilled once and its cache copied to the rows that repeat it (a GRPO group's G
-        samples, a use group's first turn), then every row decodes in one batch."""
-        from transformers import DynamicCache
-
+        samples, a use group's first turn), then every row decodes in one batch. A prompt that continues a row of
+        the previous call (an episode's next turn) prefills only its new tokens (`_PrefixCache`); every row's cache
+        is kept for the next call."""
         device = self._device()
         first: dict[tuple[int, ...], int] = {}
         rows = [first.setdefault(tuple(p), len(first)) for p in prompts]  # each row's distinct prompt
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[self.pad_id] * (width - len(p)) + list(p) for p in first], device=device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in first], device=device)
-        cache = DynamicCache()
+        distinct = [list(p) for p in first]
+        found = [self._prefixes.find(p, state) for p in distinct]
+        held = [len(f[0]) if f else 0 for f in found]  # tokens whose keys and values are already known
+        room = max(held)
+        width = max(len(p) - h for p, h in zip(distinct, held, strict=True))
+        # each row: [pad][its held tokens][pad][its new tokens], the pads masked out (positions count real tokens)
+        ids = torch.tensor([[self.pad_id] * (width - len(p) + h) + p[h:] for p, h in zip(distinct, held, strict=True)],
+                           device=device)
+        mask = torch.tensor([[0] * (room - h) + [1] * h + [0] * (width - len(p) + h) + [1] * (len(p) - h)
+                             for p, h in zip(distinct, held, strict=True)], device=device)
+        cache = Cache(layer_class_to_replicate=_GrowingLayer)
+        if room:
+            for j, (k0, _) in enumerate(next(f for f in found if f)[1]):
+                keys = k0.new_zeros(len(distinct), k0.shape[0], room, k0.shape[-1])
+                values = torch.zeros_like(keys)
+                for r, (f, h) in enumerate(zip(found, held, strict=True)):
+                    if f:
+                        keys[r, :, room - h:], values[r, :, room - h:] = f[1][j]
+                cache.update(keys, values, j)
         logits = self._forward(ids, mask, cache)
         if len(first) < len(prompts):
             copies = torch.tensor(rows, device=device)
@@ -221,6 +321,16 @@ class HFBackend(TokenBackend):
         eos = torch.tensor(sorted(self.eos_ids), device=device)
         tokens: list[torch.Tensor] = []
         logps: list[torch.Tensor] = []
+
+        def keep(which: torch.Tensor) -> None:
+            """Keep the cache of the rows at positions `which` of the live batch (they leave it, or it ends)."""
+            rows = live[which]
+            said = torch.stack(tokens[:-1], 1)[rows].tolist() if len(tokens) > 1 else [[] for _ in rows]  # forwarded
+            for i, row, row_said in zip(which.tolist(), rows.tolist(), said, strict=True):
+                valid = mask[i].nonzero().squeeze(1)  # the cache's positions of the row's real tokens
+                self._prefixes.keep(prompts[row] + row_said, [(layer.keys[i][:, valid], layer.values[i][:, valid])
+                                                          for layer in cache.layers])
+
         with self._bar(batch) as bar:
             for i in range(params.max_new_tokens):
                 token, logp = _sample(logits, params, gen)
@@ -230,14 +340,17 @@ class HFBackend(TokenBackend):
                     bar.update(len(live))
                 going = ~torch.isin(token, eos)
                 if not bool(going.all()):  # finished rows leave the batch: the rest decode without them
+                    keep((~going).nonzero().squeeze(1))
                     if not bool(going.any()):
                         break
-                    keep = going.nonzero().squeeze(1)
-                    cache.batch_select_indices(keep)
-                    live, mask, token = live[keep], mask[keep], token[keep]
-                mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype, device=device)], dim=-1)
+                    still = going.nonzero().squeeze(1)
+                    cache.batch_select_indices(still)
+                    live, mask, token = live[still], mask[still], token[still]
                 if i + 1 < params.max_new_tokens:
+                    mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype, device=device)], dim=-1)
                     logits = self._forward(token[:, None], mask, cache)
+                else:
+                    keep(torch.arange(len(live), device=device))
             bar.refresh()  # the final count, which tqdm's rate limit may not have drawn
         return self._collect(prompts, tokens, logps)
 
