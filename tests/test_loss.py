@@ -182,3 +182,29 @@ def test_rows_without_a_kept_token_skip_the_forward_and_change_nothing(tiny_mode
     assert three["advantages"].tolist() == batch["advantages"][[0, 1, 3]].tolist()
     assert three["is_build"].tolist() == [True, False, False]
     assert three["num_items_in_batch"] is batch["num_items_in_batch"]  # scalars pass through
+
+
+def test_the_no_grad_forwards_score_only_the_rows_the_loss_keeps(tiny_model_dir, tmp_path):
+    """TRL's reference (and old) log-probs come from forwards without grad over the step's rows: once the rollout
+    has said which rows the loss keeps (`_scored_rows`), a dropped group's rows are not run, and the kept rows get
+    the values of a forward over every row."""
+    trainer = _trainer(tiny_model_dir, tmp_path, "per_kind")
+    batch = _batch(trainer.model.config.vocab_size)
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    mask = torch.ones_like(ids)
+    rows = []
+    hook = trainer.model.register_forward_pre_hook(lambda _m, _args, kw: rows.append(kw["input_ids"].shape[0]),
+                                                   with_kwargs=True)
+    try:
+        with torch.no_grad():
+            every, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, C)
+            trainer._scored_rows = torch.tensor([True, False, False, True])
+            some, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, C)
+            trainer._scored_rows = torch.zeros(B, dtype=torch.bool)
+            none, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, C)
+    finally:
+        hook.remove()
+        trainer._scored_rows = None
+    assert rows == [B, 2]  # every row, then the two kept, then no forward at all
+    assert torch.allclose(some[[0, 3]], every[[0, 3]], atol=1e-5)
+    assert some[[1, 2]].abs().sum() == 0 and none.shape == every.shape and none.abs().sum() == 0

@@ -105,6 +105,8 @@ class SmithTrainer(GRPOTrainer):
                       "generates on the trainer's HF loop (docs/training.md, \"GPU paths\")")
         self.rollout = make_rollout(policy, copy) if make_rollout is not None else None
         self.estimate = ADVANTAGES[self.args.advantage]
+        self._generated: list[Sample] = []  # every episode of the step, in the order the rollout returned them
+        self._scored_rows: torch.Tensor | None = None  # the step's rows its no-grad forwards must score (`_rollout`)
 
     def sync_copy(self) -> None:
         """The evaluator/judge copy := the policy (every rank), and into vLLM when it serves the adapters."""
@@ -121,7 +123,7 @@ class SmithTrainer(GRPOTrainer):
         if self.use_vllm and self.vllm_generation.mode == "server":
             self.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
         timing = {"sync": self._maybe_sync(step), "generation": 0.0, "grading": 0.0}
-        self._generated: list[Sample] = []  # every episode of the step, in the order the rollout returned them
+        self._generated = []
         if self.engine is not None:  # the policy adapter TRL had pushed before this rollout
             timing["sync"] += self.engine.take_seconds()
         keys = list(prompts)
@@ -144,6 +146,8 @@ class SmithTrainer(GRPOTrainer):
         }
         for axis in AXES:
             out[f"r_{axis}"] = [s.rewards[axis] for s in ordered]
+        if self.accelerator.num_processes == 1:  # a group may span ranks: elsewhere every row is scored
+            self._scored_rows = self._estimate(ordered, self.args.dynamic_sampling).keep
         return out
 
     def _maybe_sync(self, step: int) -> float:
@@ -203,15 +207,16 @@ class SmithTrainer(GRPOTrainer):
         by_kind = {kind: iter([s for s in samples if s.kind == kind]) for kind in EpisodeKind}
         return [next(by_kind[EpisodeKind.of(k)]) for k in keys]  # back to TRL's order
 
-    def _signal(self, samples: list[Sample]) -> list[bool]:
-        """Per group of G consecutive samples: whether its rewards carry signal, by the step's own estimator."""
-        if not samples:
-            return []
+    def _estimate(self, samples: list[Sample], dynamic_sampling: str) -> Any:
+        """The step's own estimator on these samples' rewards (groups of G consecutive samples)."""
         rewards = torch.tensor([[math.nan if s.rewards[a] is None else float(s.rewards[a]) for a in AXES]
                                 for s in samples], dtype=torch.float32)
-        adv = self.estimate(rewards, self.num_generations, self.reward_weights.cpu(), std_floor=self.args.std_floor,
-                            dynamic_sampling="drop")
-        return adv.signal[::self.num_generations].tolist()
+        return self.estimate(rewards, self.num_generations, self.reward_weights.cpu(), std_floor=self.args.std_floor,
+                             dynamic_sampling=dynamic_sampling)
+
+    def _signal(self, samples: list[Sample]) -> list[bool]:
+        """Per group of G consecutive samples: whether its rewards carry signal, by the step's own estimator."""
+        return self._estimate(samples, "drop").signal[::self.num_generations].tolist() if samples else []
 
     def _refill(self, keys: list[str], samples: list[Sample], step: int, timing: dict[str, float],
                 discarded: list[tuple[str, Sample]]) -> dict[str, float]:
@@ -270,7 +275,10 @@ class SmithTrainer(GRPOTrainer):
         """TRL's step with smith's advantages in place of its own. TRL has already logged statistics of its
         discarded advantages: `frac_reward_zero_std` and the completions table's advantages are rewritten to
         describe the ones trained with."""
-        out = super()._generate_and_score_completions(inputs)
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            self._scored_rows = None
         mode = "train" if self.model.training else "eval"
         rewards = self._all_rewards(inputs)
         adv = self.estimate(rewards, self.num_generations, self.reward_weights,
@@ -306,6 +314,26 @@ class SmithTrainer(GRPOTrainer):
         if self.accelerator.num_processes > 1:  # what every rank must agree on, for multi-rank checks
             self.session.log_rank(self.accelerator.process_index, self.state.global_step, adv.advantages.tolist())
         return out
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,  # noqa: ANN001
+                                           *args, **kwargs):
+        """TRL's no-grad forwards of the step (the reference's log-probs for the KL term, old log-probs when the
+        batch is reused) run on the rows the loss keeps only: a dropped group's rows are masked out of the loss,
+        so their values (zeros here) are never read."""
+        rows = self._scored_rows
+        if torch.is_grad_enabled() or rows is None or len(rows) != len(input_ids) or bool(rows.all()):
+            return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
+                                                              *args, **kwargs)
+        index = rows.nonzero().squeeze(1).to(input_ids.device)
+        if not len(index):  # every group dropped: nothing to score
+            zeros = torch.zeros(len(input_ids), logits_to_keep, device=input_ids.device)
+            return zeros, zeros if kwargs.get("compute_entropy") else None, None
+        logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+            model, input_ids[index], attention_mask[index], logits_to_keep, *args, **kwargs)
+        full = logps.new_zeros(len(input_ids), logps.shape[1]).index_copy(0, index, logps)
+        if entropies is not None:
+            entropies = entropies.new_zeros(full.shape).index_copy(0, index, entropies)
+        return full, entropies, aux
 
     # -- loss ----------------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):  # noqa: ANN001
