@@ -42,14 +42,15 @@ def threaded_flow() -> None:
 
     def run(self, build, use, rng, step=0):
         self._step = step
-        samples = self._generate_builds(build)
-        traces = [s.trace for s in samples]
+        uses, episodes = self._use_starts(use, rng)
+        inner = [e for e in episodes if not e.menu]
+        samples, replies = self._build_replies(build, inner)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="smith-grade") as grader:
-            grading = grader.submit(self.grade_builds, build, [t["response"] for t in traces], traces)
-            use_samples = self._use_episodes(use, rng)
-            for sample, rewards in zip(samples, grading.result(), strict=True):
-                sample.rewards.update(rewards)
-        return samples + use_samples
+            grading = grader.submit(self._grade, samples, replies)
+            self._start_inner_uses(inner, replies[len(build):], rng)
+            self._play_uses(uses, episodes)
+            grading.result()
+        return samples[: len(build)] + uses
 
     HFBackend.continue_ids = locked
     Rollout.run = run

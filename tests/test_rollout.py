@@ -384,6 +384,42 @@ def test_use_episode_builds_first_when_pool_is_empty(tok, sandbox, bank):
     assert s.mask[built:built + 1 + len(use)] == [0] * (1 + len(use))
 
 
+def test_inner_builds_share_the_steps_build_batch_and_its_grading(tok, sandbox, bank):
+    """A use episode whose category has no pool tool builds one first: its build reply is generated in the step's
+    one decode batch of build replies and graded in the same evaluator and judge batches as the build prompts'."""
+    item = bank[("spell_backward", "hard")][1]
+
+    def script(ctx: str) -> str:
+        return response(REVERSE, SCHEMA) if "Your tool is now available as" not in ctx else f"Answer: {item.answer}"
+
+    def evaluator_reply(conv, tools):
+        if conv[-1]["role"] == "user":
+            call = {"name": tools[0]["function"]["name"], "arguments": {"question": conv[-1]["content"]}}
+            return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+        return conv[-1]["content"]
+
+    class Counting(ScriptedBackend):
+        def continue_ids(self, prompts, params=None, **kw):
+            self.batches.append(len(prompts))
+            return super().continue_ids(prompts, params, **kw)
+
+    policy = Counting(tok, script)
+    policy.batches = []
+    evaluator, judge = ChatScript(evaluator_reply), ChatScript(lambda conv, tools: '{"overall": 7}')
+    use = UseTask("spell_backward", bank[("spell_backward", "easy")][:4], item, bank[("spell_backward", "hard")][2:6])
+    ro = Rollout(policy, sandbox, Limits(timeout_s=2.0, memory_mb=256), ToolPool(),
+                 rollout_conf(max_completion_length=1200, evaluator="self", judge="self", max_turns=2),
+                 evaluator=evaluator, judge=judge)
+    try:
+        samples = ro.run([build_task(bank)] * 2, [use] * 2, random.Random(0))
+    finally:
+        ro.close()
+    assert policy.batches == [4, 2]  # 2 build replies and 2 inner builds in one call, then the use turn
+    assert evaluator.batches[0] == 8 and judge.batches == [1]  # 4 questions of each distinct job; one tool
+    assert [s.rewards["evaluation"] for s in samples] == [1.0] * 4
+    assert all(s.candidate is not None for s in samples) and all(s.trace["correct"] for s in samples[2:])
+
+
 def test_continuation_ids_match_the_template(tok):
     msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
     full = tok.apply_chat_template([*msgs, {"role": "tool", "content": "42"}], tokenize=False,

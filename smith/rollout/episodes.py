@@ -138,38 +138,52 @@ class Rollout:
     # -- the batch ---------------------------------------------------------------------------------
     def run(self, build: Sequence[BuildTask], use: Sequence[UseTask], rng: random.Random,
             step: int = 0) -> list[Sample]:
-        """Build samples first (generated, then graded: `last_grading_seconds`), then use samples, in input order.
-        `step` (the trainer's) stamps admitted tools and seeds each group's menu."""
+        """Build samples, then use samples, in input order. Every build reply of the step (the build prompts' and
+        the inner builds of use episodes whose category has no pool tool yet) is generated in one decode batch and
+        graded in one evaluator and one judge batch (their seconds: `last_grading_seconds`); then the use episodes
+        are played. `step` (the trainer's) stamps admitted tools and seeds each group's menu."""
         self._step = step
-        build_samples = self._generate_builds(build)
+        uses, episodes = self._use_starts(use, rng)
+        inner = [e for e in episodes if not e.menu]
+        samples, replies = self._build_replies(build, inner)
         t0 = time.perf_counter()
-        traces = [s.trace for s in build_samples]
-        for sample, (rewards, candidate) in zip(build_samples, self.grade_builds(build, [t["response"] for t in traces],
-                                                                                 traces), strict=True):
-            sample.rewards.update(rewards)
-            sample.candidate = candidate
+        self._grade(samples, replies)
         self.last_grading_seconds = time.perf_counter() - t0
-        return build_samples + self._use_episodes(use, rng)
+        self._start_inner_uses(inner, replies[len(build):], rng)
+        self._play_uses(uses, episodes)
+        return samples[: len(build)] + uses
 
     # -- build ---------------------------------------------------------------------------------------
     def _params(self, max_new_tokens: int) -> SamplingParams:
         return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.conf.dapo.temperature,
                               top_p=self.conf.dapo.top_p)
 
-    def _generate_builds(self, tasks: Sequence[BuildTask]) -> list[Sample]:
-        """The build samples, not yet graded (`grade_builds`)."""
-        if not tasks:
-            return []
-        prompts = [self.policy.render(build_messages(t.examples)) for t in tasks]
-        gens = self.policy.continue_ids(prompts, self._params(self.conf.dapo.max_completion_length))
-        samples = []
-        for t, p, g in zip(tasks, prompts, gens, strict=True):
-            s = Sample(EpisodeKind.BUILD, t.category, list(p))
+    def _build_replies(self, build: Sequence[BuildTask], inner: list[Episode]
+                       ) -> tuple[list[Sample], list[tuple[BuildTask, Any, Any]]]:
+        """One decode batch of build replies: the build prompts' (new samples) and the inner builds' (appended to
+        their use samples). Per sample, (its task, the generation, the parsed reply)."""
+        tasks = [*build, *(BuildTask(e.key.category, e.key.examples, e.key.heldout) for e in inner)]
+        prompts = [self.policy.render(build_messages(t.examples)) for t in build]
+        prompts += [e.transcript.prompt_ids for e in inner]
+        gens = self.policy.continue_ids(prompts, self._params(self.conf.dapo.max_completion_length)) if prompts else []
+        samples = [Sample(EpisodeKind.BUILD, t.category, list(p)) for t, p in zip(build, prompts, strict=False)]
+        samples += [e.transcript for e in inner]
+        for i, (s, g) in enumerate(zip(samples, gens, strict=True)):
             s.extend(g.completion_ids, g.logprobs, trained=True)
-            s.truncated = g.finish_reason == "length"
-            s.trace["response"] = g.text
-            samples.append(s)
-        return samples
+            if i < len(build):
+                s.truncated = g.finish_reason == "length"
+                s.trace["response"] = g.text
+            else:
+                s.trace["inner_build"] = {"response": g.text}
+        return samples, [(t, g, parse_response(without_reasoning(g.text))) for t, g in zip(tasks, gens, strict=True)]
+
+    def _grade(self, samples: list[Sample], replies: list[tuple[BuildTask, Any, Any]]) -> None:
+        """Every build reply's format, evaluation and judge rewards and pool candidate, in one batch per role."""
+        graded = self.grade_builds([t for t, _, _ in replies], [g.text for _, g, _ in replies],
+                                   [s.trace for s in samples], [p for _, _, p in replies])
+        for s, (rewards, candidate) in zip(samples, graded, strict=True):
+            s.rewards.update(rewards)
+            s.candidate = candidate
 
     def grade_builds(self, tasks: Sequence[BuildTask], texts: Sequence[str], traces: Sequence[dict[str, Any]],
                      parsed: Sequence[Any] | None = None) -> list[tuple[dict[str, float], PoolEntry | None]]:
@@ -273,53 +287,35 @@ class Rollout:
                 out.update(backend.take())
         return out
 
-    def _use_episodes(self, tasks: Sequence[UseTask], rng: random.Random) -> list[Sample]:
-        """Multi-turn use episodes on the episode engine. GRPO groups (same task object) share one menu."""
+    def _use_starts(self, tasks: Sequence[UseTask], rng: random.Random) -> tuple[list[Sample], list[Episode]]:
+        """Each use task's sample and episode: the use prompt with its menu, or, when the pool has no tool of the
+        category yet, the build prompt (an episode without a menu: its tool is built first, `run`). GRPO groups
+        (same task object) share one menu."""
         menus: dict[int, Any] = {}
         samples: list[Sample] = []
         episodes: list[Episode] = []
-        inner: list[int] = []
         for t in tasks:
             if id(t) not in menus:
                 group_rng = random.Random(f"{t.key}:{self._step}") if t.key is not None else rng
                 menus[id(t)] = self.menu(t.category, group_rng, t.item.question)
             menu = menus[id(t)]
-            if menu is None:  # no pool tool yet: build one first, inside the episode
+            if menu is None:
                 ids = self.policy.render(build_messages(t.examples))
-                inner.append(len(samples))
             else:
                 ids = self.policy.render(use_messages(t.item.question), [e.tool.openai_tool(name) for name, e in menu])
             samples.append(Sample(EpisodeKind.USE, t.category, list(ids)))
             if menu is not None:
                 samples[-1].trace["menu"] = [f"{name} ({entry.category})" for name, entry in menu]
             episodes.append(Episode(samples[-1], dict(menu or []), budget=self.conf.dapo.max_completion_length, key=t))
-        if inner:
-            self._inner_builds([episodes[i] for i in inner], rng)
-        execute = menu_executor(self.sandbox, self.limits, self.conf.use.max_tool_output_chars, self._executor)
-        # each turn, within the episode's budget
-        turn = min(self.conf.dapo.max_completion_length, self.conf.use.max_turn_tokens)
-        play(episodes, self.policy, self._params(turn), self.conf.use.max_turns, execute)
-        for s, e in zip(samples, episodes, strict=True):
-            s.truncated = e.truncated
-            self._score_use(s, e)
-        return samples
+        return samples, episodes
 
-    def _inner_builds(self, episodes: list[Episode], rng: random.Random) -> None:
-        """The policy writes a tool from the 4 examples, then continues the same episode with it."""
-        samples = [e.transcript for e in episodes]
-        gens = self.policy.continue_ids([s.prompt_ids for s in samples],
-                                        self._params(self.conf.dapo.max_completion_length))
+    def _start_inner_uses(self, episodes: list[Episode], replies: list[tuple[BuildTask, Any, Any]],
+                          rng: random.Random) -> None:
+        """After an inner build (generated and graded with the step's builds), the episode goes on with its own tool
+        among distractors; a truncated or unparseable build ends it."""
         fmt = self.policy.chat_format
-        parsed = [parse_response(without_reasoning(g.text)) for g in gens]
-        for s, g in zip(samples, gens, strict=True):
-            s.extend(g.completion_ids, g.logprobs, trained=True)
-            s.trace["inner_build"] = {"response": g.text}
-        graded = self.grade_builds([BuildTask(e.key.category, e.key.examples, e.key.heldout) for e in episodes],
-                                   [g.text for g in gens], [s.trace for s in samples], parsed)
-        for s, e, g, p, (rewards, candidate) in zip(samples, episodes, gens, parsed, graded, strict=True):
-            t = e.key
-            s.rewards.update(rewards)
-            s.candidate = candidate
+        for e, (_, g, p) in zip(episodes, replies, strict=True):
+            t, s = e.key, e.transcript
             if g.finish_reason == "length" or not p.ok:
                 e.end = "budget" if g.finish_reason == "length" else "no_tool"
                 continue
@@ -331,6 +327,15 @@ class Rollout:
             name = next(n for n, entry in e.menu.items() if entry is own)
             # the use prompt every use episode gets (its tools in the template's tool block), rendered afresh
             s.extend(fmt.follow_up(inner_use_messages(name, t.item.question), e.tools), None, trained=False)
+
+    def _play_uses(self, samples: list[Sample], episodes: list[Episode]) -> None:
+        """Play the use episodes (multi-turn, on the episode engine, each turn within its budget) and score them."""
+        execute = menu_executor(self.sandbox, self.limits, self.conf.use.max_tool_output_chars, self._executor)
+        turn = min(self.conf.dapo.max_completion_length, self.conf.use.max_turn_tokens)
+        play(episodes, self.policy, self._params(turn), self.conf.use.max_turns, execute)
+        for s, e in zip(samples, episodes, strict=True):
+            s.truncated = e.truncated
+            self._score_use(s, e)
 
     def _score_use(self, s: Sample, e: Episode) -> None:
         """The use and tool axes of a finished use episode (docs/tasks.md, "Reward axes"). A call the sandbox
