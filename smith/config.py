@@ -15,8 +15,10 @@ the error type.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
+import operator
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -291,18 +293,28 @@ class TrainConfig:
 
 
 # -- validation: one place, driven by the fields' annotations and metadata ------------------------------------
+# (the evaluation config, smith.evals.config, is checked by the same functions against its own root)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A dataclass's field annotations, resolved in its own module (they are strings: postponed annotations)."""
+    return typing.get_type_hints(cls)
 
 
 def _kinds(annotation: Any) -> tuple[Any, bool]:
     """(the field's base type, whether it may be None)."""
-    if isinstance(annotation, str):
-        annotation = eval(annotation, {**globals(), **typing.__dict__})  # our own annotations (postponed: strings)
     args = typing.get_args(annotation)
     if (typing.get_origin(annotation) is typing.Union or isinstance(annotation, types.UnionType)) \
             and type(None) in args:
         rest = [a for a in args if a is not type(None)]
-        return rest[0], True
+        return functools.reduce(operator.or_, rest), True  # `int | float | None` -> `int | float`
     return annotation, False
+
+
+def _number(kind: Any) -> bool:
+    """`int | float`: a setting that takes either (kept as given, so an int stays an int in the run's record)."""
+    return set(typing.get_args(kind)) == {int, float}
 
 
 def shown(value: Any) -> str:
@@ -314,16 +326,23 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-def problem(key: str, value: Any) -> str | None:
-    """What is wrong with `key=value` for the schema's field `key` (dotted, e.g. `dapo.learning_rate`), in one
-    line, or None. Also used by smith.entry to word a type error Hydra raises while composing."""
-    f = field_of(key)
-    return None if f is None else _check(key, value, f)
+def problem(key: str, value: Any, root: type | None = None) -> str | None:
+    """What is wrong with `key=value` for the field `key` (dotted, e.g. `dapo.learning_rate`) of the schema `root`
+    (default: TrainConfig), in one line, or None. Also used by smith.entry to word a type error Hydra raises
+    while composing."""
+    found = _field(key, root or TrainConfig)
+    return None if found is None else _check(key, value, *found)
 
 
 def field_of(key: str, root: type | None = None) -> dataclasses.Field | None:
     """The schema's field for a dotted key, or None."""
-    node: Any = root or TrainConfig
+    found = _field(key, root or TrainConfig)
+    return None if found is None else found[0]
+
+
+def _field(key: str, root: type) -> tuple[dataclasses.Field, Any] | None:
+    """(the field of a dotted key, its resolved annotation), or None."""
+    node: Any = root
     found = None
     for part in key.split("."):
         if not dataclasses.is_dataclass(node):
@@ -331,30 +350,31 @@ def field_of(key: str, root: type | None = None) -> dataclasses.Field | None:
         fields = {f.name: f for f in dataclasses.fields(node)}
         if part not in fields:
             return None
-        found = fields[part]
-        node = _kinds(found.type)[0]
+        found = fields[part], _hints(node)[part]
+        node = _kinds(found[1])[0]
     return found
 
 
 def validate(conf: Any, prefix: str = "") -> None:
     """Every field's type, range and enumeration, depth first; the first problem is a one-line ConfigError."""
+    hints = _hints(type(conf))
     for f in dataclasses.fields(conf):
         value = getattr(conf, f.name)
         key = f"{prefix}{f.name}"
         if dataclasses.is_dataclass(value):
             validate(value, f"{key}.")
-        elif value != MISSING and (message := _check(key, value, f)):
+        elif value != MISSING and (message := _check(key, value, f, hints[f.name])):
             raise ConfigError(message)
 
 
-def _check(key: str, value: Any, f: dataclasses.Field) -> str | None:
-    kind, nullable = _kinds(f.type)
+def _check(key: str, value: Any, f: dataclasses.Field, annotation: Any) -> str | None:
+    kind, nullable = _kinds(annotation)
     meta = f.metadata
     if value is None and nullable:
         return None
     if kind is bool:
         return None if isinstance(value, bool) else f"{key}={shown(value)} must be true or false"
-    if kind in (int, float):
+    if kind in (int, float) or _number(kind):
         number = isinstance(value, int) if kind is int else isinstance(value, int | float) and math.isfinite(value)
         low = meta.get("min")
         if isinstance(value, bool) or not number or (low is not None and value < low):
@@ -402,16 +422,34 @@ def as_plain(conf: Any) -> dict[str, Any]:
 
 def _unknown_key(node: Any, schema: type, prefix: str = "") -> str | None:
     """The first key of a composed config that is no field of `schema` (sections checked against theirs)."""
-    fields = {f.name: f for f in dataclasses.fields(schema)}
+    fields, hints = {f.name: f for f in dataclasses.fields(schema)}, _hints(schema)
     for key in node:
-        f = fields.get(str(key))
-        if f is None:
+        if str(key) not in fields:
             return f"{prefix}{key}"
-        kind, value = _kinds(f.type)[0], node[key]
+        kind, value = _kinds(hints[str(key)])[0], node[key]
         if dataclasses.is_dataclass(kind) and value is not None \
                 and (found := _unknown_key(value, kind, f"{prefix}{key}.")):
             return found
     return None
+
+
+def build(cfg: Any, schema: type, unknown: Callable[[str], str]) -> Any:
+    """The typed, validated object of `schema` from Hydra's composed DictConfig: a key the schema lacks is the
+    one-line ConfigError `unknown(key)` (Hydra's `+key=value` adds a key to any node), a value of the wrong type,
+    range or choice one naming it. Shared by the training config (`typed`) and the evaluation config
+    (smith.evals.config.typed)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if key := _unknown_key(cfg, schema):
+        raise ConfigError(unknown(key))
+    try:
+        conf = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"config: {str(e).strip().splitlines()[0]}") from None
+    if not isinstance(conf, schema):
+        raise ConfigError(f"config: not a {schema.__name__} ({type(conf).__name__})")
+    return conf
 
 
 def typed(cfg: Any) -> TrainConfig:
@@ -419,15 +457,5 @@ def typed(cfg: Any) -> TrainConfig:
     once, by smith.entry, and passed down; a key the schema lacks is a one-line error naming it."""
     if isinstance(cfg, TrainConfig):
         return cfg
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    if unknown := _unknown_key(cfg, TrainConfig):  # `+max_step=3` adds a key to any node, schema or not
-        raise ConfigError(f"{unknown} is not a training setting (smith.config); `smith train --cfg job` lists them")
-    try:
-        conf = OmegaConf.to_object(cfg)
-    except OmegaConfBaseException as e:
-        raise ConfigError(f"config: {str(e).strip().splitlines()[0]}") from None
-    if not isinstance(conf, TrainConfig):
-        raise ConfigError(f"config: not a training config ({type(conf).__name__})")
-    return conf
+    return build(cfg, TrainConfig, lambda key: f"{key} is not a training setting (smith.config); `smith train "
+                                               "--cfg job` lists them")

@@ -1,9 +1,12 @@
 """Hydra composition for train.py / eval.py with one-line errors instead of deep stack traces.
 
 The training config composes `recipes/config.yaml` over the typed schema of smith.config (`TrainConfig`,
-registered in Hydra's ConfigStore as `schema`), where every training default lives. We use Hydra's compose
-API (not @hydra.main) so that the run directory is computed once, no `outputs/` folder appears behind the user's
-back, and every failure is one readable line. Layer 5: it imports the schema from below.
+registered in Hydra's ConfigStore as `schema`), where every training default lives; the evaluation config
+composes `recipes/eval.yaml` over the named suite's typed config (`Suite.config`, an `EvalConfig` of
+smith.evals.config, registered as `eval_schema`). Each is converted to its typed object once, here
+(`train_config`, `eval_config`), and passed down. We use Hydra's compose API (not @hydra.main) so that the run
+directory is computed once, no `outputs/` folder appears behind the user's back, and every failure is one
+readable line. Layer 5: it imports the schemas from below.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from smith.config import TrainConfig, problem, typed
 from smith.errors import ConfigError, guarded
+from smith.evals.config import EvalConfig
 
 RECIPES = Path(__file__).resolve().parent / "recipes"  # in a checkout a link to ../recipes; a wheel holds the files
 
@@ -37,13 +41,36 @@ def register_schema() -> None:
     ConfigStore.instance().store(name="schema", node=TrainConfig)
 
 
-def _type_error(e: BaseException) -> str | None:
+def register_eval_schema(overrides: list[str]) -> type[EvalConfig]:
+    """`eval_schema` in Hydra's ConfigStore: the typed config of the suite the overrides name (else
+    recipes/eval.yaml's default suite), which `recipes/eval.yaml` builds on; only that suite's module is
+    imported. Returns it."""
+    from hydra.core.config_store import ConfigStore
+
+    from smith.evals import get
+
+    name = next((v for k, _, v in (o.partition("=") for o in reversed(overrides)) if k.lstrip("+~") == "suite"),
+                None) or _default("eval", "suite")
+    schema = get(name).config
+    ConfigStore.instance().store(name="eval_schema", node=schema)
+    return schema
+
+
+def _default(config_name: str, group: str) -> str:
+    """The option of `group` that recipes/<config_name>.yaml's defaults list picks."""
+    for entry in OmegaConf.load(RECIPES / f"{config_name}.yaml").get("defaults", []):
+        if isinstance(entry, DictConfig) and group in entry:
+            return str(entry[group])
+    raise ConfigError(f"recipes/{config_name}.yaml picks no {group}")
+
+
+def _type_error(e: BaseException, root: type) -> str | None:
     """A value of the wrong type for a typed field (`max_steps=abc`), worded like the schema's own checks."""
     from omegaconf.errors import ValidationError
 
     while e is not None:
         if isinstance(e, ValidationError) and e.full_key:
-            return problem(str(e.full_key), e.value)
+            return problem(str(e.full_key), e.value, root)
         e = e.__cause__ or e.__context__
     return None
 
@@ -61,55 +88,32 @@ def compose(config_name: str, overrides: list[str], groups: tuple[str, ...] = ()
     # trainer.* are GRPOConfig fields the recipe does not list: add them, as Hydra's `++` would
     overrides = [f"++{o}" if o.startswith("trainer.") else o for o in overrides]
     register_schema()
+    root = register_eval_schema(overrides) if config_name == "eval" else TrainConfig
     try:
         with initialize_config_dir(config_dir=str(RECIPES), version_base="1.3"):
             cfg = hydra_compose(config_name=config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as e:
-        if message := _type_error(e):
+        if message := _type_error(e, root):
             raise ConfigError(message) from None
         first = str(e).strip().splitlines()[0]
         raise ConfigError(f"bad override in {' '.join(overrides) or '(none)'}: {first}") from None
-    if not isinstance(cfg.get("quick", False), bool):
-        raise ConfigError(f"quick={cfg.quick} must be true or false")
     preset = OmegaConf.select(cfg, "suite.quick") if quick and cfg.get("quick") else None
     if preset:  # `quick=true`: the suite's own overrides first, so that the user's still win
         return compose(config_name, [*map(str, preset), *overrides], groups, quick=False)
-    if config_name == "eval" and (unknown := _undeclared(cfg, _declared(cfg))):
-        raise ConfigError(f"{unknown} is not a setting of eval.py or suite {cfg.suite.name} (recipes/eval.yaml, "
-                          f"recipes/suite/{cfg.suite.name}.yaml)")
     return cfg
-
-
-def _declared(cfg: DictConfig) -> dict:
-    """The keys an evaluation config may hold: recipes/eval.yaml's and its suite's file's (training's are the
-    typed schema's, checked by smith.config.typed)."""
-    def keys(path: Path) -> dict:
-        node = OmegaConf.to_container(OmegaConf.load(path))
-        parents = [keys(path.parent / f"{d}.yaml") for d in node.pop("defaults", []) if d != "_self_"]
-        return OmegaConf.to_container(OmegaConf.merge(*parents, node))
-
-    root = OmegaConf.to_container(OmegaConf.load(RECIPES / "eval.yaml"))
-    root.pop("defaults", None)
-    root.update(vllm={}, openai={})  # free-form sections: vllm.LLM kwargs, the OpenAI client's (smith.models)
-    return OmegaConf.to_container(OmegaConf.merge(root, keys(RECIPES / "suite" / f"{cfg.suite.name}.yaml")))
-
-
-def _undeclared(node: DictConfig, declared: dict, prefix: str = "") -> str | None:
-    """The first key of `node` its declaration lacks (Hydra's `+key=value` adds one anywhere); a section declared
-    empty or null takes any keys."""
-    for key in node:
-        if key not in declared:
-            return f"{prefix}{key}"
-        sub = node.get(key)
-        if isinstance(sub, DictConfig) and isinstance(declared[key], dict) and declared[key] \
-                and (found := _undeclared(sub, declared[key], f"{prefix}{key}.")):
-            return found
-    return None
 
 
 def train_config(overrides: list[str]) -> TrainConfig:
     """`python train.py OVERRIDES`'s typed config: composed, then converted and validated once (smith.config)."""
     return typed(compose("config", overrides, ("recipe",)))
+
+
+def eval_config(overrides: list[str]) -> EvalConfig:
+    """`python eval.py OVERRIDES`'s typed config: composed (the suite's quick preset applied for quick=true), then
+    converted and validated once (smith.evals.config): the named suite's `Suite.config`."""
+    from smith.evals.config import typed as typed_eval
+
+    return typed_eval(compose("eval", overrides, ("suite",)))
 
 
 def parse_argv(argv: list[str]) -> tuple[bool, list[str]]:
@@ -181,8 +185,9 @@ def eval_main(argv: list[str] | None = None) -> None:
 
     def run(cfg: DictConfig) -> None:
         from smith.evals import run
+        from smith.evals.config import typed as typed_eval
 
-        run(cfg)
+        run(typed_eval(cfg))
 
     main_entry("eval", ("suite",), run, argv)
 

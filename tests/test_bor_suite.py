@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import eval_config
 from smith.evals.bor import run
 from smith.evals.bor.benchmarks import bfcl_benchmark, bfcl_data_dir, smith_benchmark
 from smith.pool import PoolEntry, ToolPool
@@ -21,7 +21,7 @@ SMALL = [
 
 def test_suite_end_to_end_and_resume(tmp_path):
     out = tmp_path / "bor"
-    cfg = compose("eval", [*SMALL, f"output_dir={out}"], ("suite",))
+    cfg = eval_config([*SMALL, f"output_dir={out}"])
     summary = run(cfg)
     assert summary["output_dir"] == str(out)
     assert summary["details"]["benchmarks"]["smith"]["source"] == "rg-docstrings"
@@ -71,12 +71,12 @@ def test_suite_on_a_smith_pool_file(tmp_path):
     cats = [q.group for q in reg.queries]
     assert {reg.documents[q.relevant[0]].description for q in reg.queries} == set(described.values())
     assert cats.count("lcm") == 4
-    summary = run(compose("eval", [
+    summary = run(eval_config([
         "suite=bor", f"output_dir={tmp_path / 'out'}", f"suite.pool={path}",
         "suite.categories=[lcm,spell_backward,caesar_cipher]", "suite.queries_per_category=4",
         "suite.benchmarks=[smith]", "suite.sizes=[40]", "suite.scorers=[bm25]", "suite.fixed_k=[1,3]",
         "suite.agents=[q-bor]", "suite.q_epochs=2", "suite.bootstrap=50",
-    ], ("suite",)))  # fmt: skip
+    ]))  # fmt: skip
     assert {r["policy"] for r in summary["details"]["rows"]} == {"fixed-1", "fixed-3", "q-bor"}
 
 

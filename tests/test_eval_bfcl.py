@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import eval_config
 from smith.evals.bfcl import categories, sections
 from smith.evals.bfcl.venv import DEFAULT_DIR, has_bfcl, python_of
 
@@ -90,8 +90,8 @@ def _served(tiny_model_dir):
 
 
 def _cfg(url: str, out: Path):
-    return compose("eval", ["suite=bfcl", f"model='openai:{url}#scripted'", "limit=2", f"output_dir={out}",
-                            "suite.categories=[simple_python,irrelevance]"], ("suite",))
+    return eval_config(["suite=bfcl", f"model='openai:{url}#scripted'", "limit=2", f"output_dir={out}",
+                        "suite.categories=[simple_python,irrelevance]"])
 
 
 def _check(summary: dict) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import eval_config
 from smith.errors import ConfigError
 from tests.test_eval_rg_baselines import rows, scripted, tool_reply, use_reply
 
@@ -28,8 +28,8 @@ FILES = {
 
 
 def cfg_for(suite: str, out: Path, model: str, tiny_dir: Path, *extra: str):
-    return compose("eval", [f"suite={suite}", f"model='{model}'", f"output_dir={out}", f"tiny_dir={tiny_dir}",
-                            *FILES[suite], "suite.bootstrap=50", "suite.sandbox.workers=2", *extra], ("suite",))
+    return eval_config([f"suite={suite}", f"model='{model}'", f"output_dir={out}", f"tiny_dir={tiny_dir}",
+                        *FILES[suite], "suite.bootstrap=50", "suite.sandbox.workers=2", *extra])
 
 
 def writer(context: str) -> str:
@@ -72,7 +72,7 @@ def test_gqa_scoring_is_exact_match_after_normalisation():
 def test_loaders_render_tables_and_scene_graphs():
     from smith.evals import gqa, tabmwp
 
-    cfg = compose("eval", ["suite=gqa", *FILES["gqa"]], ("suite",))
+    cfg = eval_config(["suite=gqa", *FILES["gqa"]])
     q = gqa.load(str(FIX / "gqa_test_questions.json"), cfg)
     assert len(q) == 9 and {i.category for i in q} == {"attr_query", "obj_verify", "rel_query"}
     assert q[0].question.startswith("Scene graph of the image") and "- o1: " in q[0].question
@@ -162,18 +162,18 @@ def test_checks_name_the_missing_file_setting(tmp_path, tiny_model_dir):
 
     base = ["suite=tabmwp", f"output_dir={tmp_path / 'o'}"]
     with pytest.raises(ConfigError, match=r"needs suite\.data=PATH"):
-        tabmwp.check(compose("eval", base, ("suite",)))
+        tabmwp.check(eval_config(base))
     with pytest.raises(ConfigError, match="no such file"):
-        tabmwp.check(compose("eval", [*base, f"suite.data={tmp_path}/none.json"], ("suite",)))
-    assert tabmwp.check(compose("eval", [*base, FILES["tabmwp"][0]], ("suite",))) == [("model", "tiny")]
+        tabmwp.check(eval_config([*base, f"suite.data={tmp_path}/none.json"]))
+    assert tabmwp.check(eval_config([*base, FILES["tabmwp"][0]])) == [("model", "tiny")]
     with pytest.raises(ConfigError, match=r"needs suite\.train_data=PATH"):
-        tabmwp.check(compose("eval", [*base, FILES["tabmwp"][0], "mode=build_use"], ("suite",)))
+        tabmwp.check(eval_config([*base, FILES["tabmwp"][0], "mode=build_use"]))
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"pid": "1", "question": "q", "answer": "1", "table": "", "ans_type": "x"}) + "\n")
     with pytest.raises(ConfigError, match="not in the documented format"):
-        tabmwp.check(compose("eval", [*base, f"suite.data={bad}"], ("suite",)))
+        tabmwp.check(eval_config([*base, f"suite.data={bad}"]))
     with pytest.raises(ConfigError, match=r"suite\.scenes=PATH"):
-        gqa.check(compose("eval", ["suite=gqa", FILES["gqa"][0]], ("suite",)))
+        gqa.check(eval_config(["suite=gqa", FILES["gqa"][0]]))
 
 
 @pytest.mark.parametrize("mode", ["craft", "trove", "ktce"])

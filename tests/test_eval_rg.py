@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import eval_config
 
 ROOT = Path(__file__).resolve().parent
 SEEN, UNSEEN = "spell_backward", "count_bits"  # deterministic reference tools; one seen, one unseen category
@@ -75,9 +75,9 @@ def endpoint(tiny_model_dir, cache_dir):
 
 
 def rg_cfg(out: Path, model: str, cache_dir: Path, tiny_dir: Path, *extra: str):
-    return compose("eval", ["suite=rg", f"model='{model}'", f"output_dir={out}", f"tiny_dir={tiny_dir}",
-                            f"suite.cache_dir={cache_dir}", f"suite.categories=[{SEEN},{UNSEEN}]",
-                            "suite.bootstrap=200", "suite.sandbox.workers=2", *extra], ("suite",))
+    return eval_config(["suite=rg", f"model='{model}'", f"output_dir={out}", f"tiny_dir={tiny_dir}",
+                        f"suite.cache_dir={cache_dir}", f"suite.categories=[{SEEN},{UNSEEN}]",
+                        "suite.bootstrap=200", "suite.sandbox.workers=2", *extra])
 
 
 def rows(out: Path) -> list[dict]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import eval_config
 from tests.test_eval_rg import reference_reply
 
 SEEN, UNSEEN = "spell_backward", "count_bits"
@@ -91,9 +91,9 @@ def cache_dir(tmp_path_factory):
 
 
 def cfg_for(out: Path, model: str, cache_dir: Path, tiny_dir: Path, *extra: str, cats: str = f"{SEEN},{UNSEEN}"):
-    return compose("eval", ["suite=rg", f"model='{model}'", f"output_dir={out}", f"tiny_dir={tiny_dir}",
-                            f"suite.cache_dir={cache_dir}", f"suite.categories=[{cats}]",
-                            "suite.bootstrap=50", "suite.sandbox.workers=2", *extra], ("suite",))
+    return eval_config(["suite=rg", f"model='{model}'", f"output_dir={out}", f"tiny_dir={tiny_dir}",
+                        f"suite.cache_dir={cache_dir}", f"suite.categories=[{cats}]",
+                        "suite.bootstrap=50", "suite.sandbox.workers=2", *extra])
 
 
 def rows(out: Path) -> list[dict]:
@@ -372,6 +372,7 @@ def test_craft_multi_view_retrieval_with_the_default_dense_scorer(tmp_path, cach
     """The default scorer (MiniLM sentence embeddings, shipped in a wheel): each view votes for its top tool;
     a tool needs two votes, so the matching tool wins and a one-view match is not offered."""
     from smith.evals.rg.baselines import craft
+    from smith.evals.rg.config import KViewConfig
     from smith.pool.retrieval.scorers import make_scorer
 
     def row(name: str, description: str, question: str) -> dict:
@@ -382,7 +383,7 @@ def test_craft_multi_view_retrieval_with_the_default_dense_scorer(tmp_path, cach
                row("reverse_word", "Spell a word backwards.", "Spell this word backward: garden")]
     ctx = type("Ctx", (), {"opts": cfg_for(tmp_path, "tiny", cache_dir, tiny_model_dir, "mode=craft").suite
                            .baselines.craft})()
-    ctx.opts.k_view = {"explanation": 1, "name": 1, "query": 1}
+    ctx.opts.k_view = KViewConfig(explanation=1, name=1, query=1)
     scorer = make_scorer("minilm")
     plan = (["count_ones_in_binary"], "Count how many ones the binary form of a number has.")
     assert craft.retrieve(ctx, scorer, toolset, "How many 1 bits does 1234 have in binary?", plan) == [0]

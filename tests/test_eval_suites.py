@@ -48,3 +48,32 @@ def test_running_a_suite_imports_only_that_suite():
             f"print(sorted(m for m in sys.modules if m in {sorted(SUITES.values())!r}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['smith.evals.bor']"
+
+
+def _leaves(cls: type, prefix: str = "") -> list[tuple[str, object]]:
+    import dataclasses
+    import typing
+
+    hints, out = typing.get_type_hints(cls), []
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            out += _leaves(hints[f.name], f"{prefix}{f.name}.")
+        else:
+            out.append((f"{prefix}{f.name}", f))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SUITES))
+def test_every_suite_setting_is_typed_with_help_and_its_file_states_only_the_preset(name):
+    """The suite's typed config (Suite.config: EvalConfig and the suite's dataclass) is the one home of its
+    defaults and help texts; recipes/suite/<name>.yaml keeps its description (the header) and `suite.quick`."""
+    import yaml
+
+    from smith.evals.config import EvalConfig
+
+    config = get(name).config
+    assert issubclass(config, EvalConfig) and config().suite.name == name
+    missing = [key for key, f in _leaves(config) if not f.metadata.get("help")]
+    assert missing == [], missing
+    data = yaml.safe_load((ROOT / "recipes" / "suite" / f"{name}.yaml").read_text())
+    assert data == {"suite": {"quick": data["suite"]["quick"]}}

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from smith.config import TrainConfig
-from smith.entry import ConfigError, compose, options, train_config
+from smith.entry import ConfigError, compose, eval_config, options, train_config
 from smith.models.chat_format import parse_tool_calls
 from smith.models.tiny import build_tiny_model
 
@@ -189,12 +189,16 @@ def test_ci_names_a_stage_skipped_for_time_and_the_tests_that_did_not_run():
 @pytest.mark.parametrize("suite", options("suite"))
 @pytest.mark.parametrize("override", ["+suite.n_itemz=3", "+limt=3"])
 def test_a_key_no_eval_file_declares_is_a_one_line_error(suite, override):
-    """Hydra's `+key=value` adds a key anywhere; eval.py refuses one that neither recipes/eval.yaml nor the suite's
-    file (with the files it builds on) declares, naming it; `vllm.*` and `openai.*` stay free-form (smith.models).
-    Every suite composes, with and without its quick preset."""
+    """Hydra's `+key=value` adds a key anywhere; eval.py refuses one that neither EvalConfig nor the suite's config
+    dataclass declares, naming it; `vllm.*` and `openai.*` stay free-form (smith.models). Every suite composes,
+    with and without its quick preset, into its typed config (`Suite.config`)."""
+    from smith.evals import get
+
     for quick in ("quick=false", "quick=true"):
-        compose("eval", [f"suite={suite}", "model=tiny", quick], ("suite",))
-    compose("eval", [f"suite={suite}", "model=tiny", "+vllm.enforce_eager=true", "+openai.timeout_s=5"], ("suite",))
+        conf = eval_config([f"suite={suite}", "model=tiny", quick])
+        assert type(conf) is get(suite).config and conf.suite.name == suite and conf.quick is (quick == "quick=true")
+    conf = eval_config([f"suite={suite}", "model=tiny", "+vllm.enforce_eager=true", "+openai.timeout_s=5"])
+    assert conf.vllm == {"enforce_eager": True} and conf.openai == {"timeout_s": 5}
     key = override[1:].partition("=")[0]
     with pytest.raises(ConfigError, match=rf"^{re.escape(key)} is not a setting of eval.py or suite {suite} "):
-        compose("eval", [f"suite={suite}", "model=tiny", override], ("suite",))
+        eval_config([f"suite={suite}", "model=tiny", override])

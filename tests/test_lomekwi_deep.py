@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import ConfigError, compose
+from smith.entry import ConfigError, eval_config
 from smith.evals import lomekwi
 from smith.evals.lomekwi.deep import costs as deep_costs
 from smith.evals.lomekwi.deep import env as deep_env
@@ -44,7 +44,7 @@ def fixture_rows() -> list[dict]:
 
 
 def cfg_for(out: Path, *overrides: str):
-    return compose("eval", ["suite=lomekwi", "suite.world=deep", f"output_dir={out}", *overrides], ("suite",))
+    return eval_config(["suite=lomekwi", "suite.world=deep", f"output_dir={out}", *overrides])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -333,8 +333,7 @@ def test_round_trip_through_the_released_row_format(tmp_path):
 
 def test_logs_of_the_other_world_and_inconsistent_rows_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"Deep Lomekwi row; import it with suite\.world=deep"):
-        lomekwi.run(compose("eval", ["suite=lomekwi", f"output_dir={tmp_path / 'a'}", f"import_logs={FIXTURES}"],
-                            ("suite",)))
+        lomekwi.run(eval_config(["suite=lomekwi", f"output_dir={tmp_path / 'a'}", f"import_logs={FIXTURES}"]))
     with pytest.raises(ValueError, match="recipe_mode=None"):
         lomekwi.run(cfg_for(tmp_path / "b", f"import_logs={LOMEKWI_FIXTURES}"))
     row = fixture_rows()[0]

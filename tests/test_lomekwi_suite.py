@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import ConfigError, compose
+from smith.entry import ConfigError, eval_config
 from smith.evals import lomekwi
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,7 +19,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def cfg_for(out: Path, *overrides: str):
-    return compose("eval", ["suite=lomekwi", f"output_dir={out}", *overrides], ("suite",))
+    return eval_config(["suite=lomekwi", f"output_dir={out}", *overrides])
 
 
 def rows(path: Path) -> list[dict]:

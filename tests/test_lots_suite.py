@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from smith.entry import compose
+from smith.entry import eval_config
 from smith.evals import lots
 from smith.evals.lots.serving import ChatAgent
 from smith.models.base import Generation
@@ -29,8 +29,8 @@ def one_thread():
 
 
 def _cfg(tmp_path, tiny_model_dir, model: str, extra: list[str] = ()):
-    return compose("eval", [f"model={model}", "suite=lots", f"output_dir={tmp_path}",
-                            f"suite.scorer={tiny_model_dir}", *SMALL, *extra], ("suite",))
+    return eval_config([f"model={model}", "suite=lots", f"output_dir={tmp_path}",
+                        f"suite.scorer={tiny_model_dir}", *SMALL, *extra])
 
 
 def _lines(path) -> int:

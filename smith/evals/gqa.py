@@ -29,15 +29,16 @@ plus surrounding whitespace stripped.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
+from smith.config import knob
 from smith.evals.suite import Suite
 from smith.tasks import Item
 
+from .rg.config import RgConfig, RgEval
 from .rg.sources import FileSuite
 
 STRUCTURAL = ("verify", "query", "choose", "logical", "compare")
@@ -82,12 +83,34 @@ def render_scene(scene: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def load(path: str, cfg: DictConfig) -> list[Item]:
+@dataclass
+class GqaConfig(RgConfig):
+    """`suite.*` of suite=gqa: rg's settings (tokens, turns, sandbox, baselines and their budgets) apply
+    unchanged, with the benchmark's files."""
+
+    name: str = knob("gqa", "the suite", choices=("gqa",))
+    n_items: int | None = knob(None, "questions per category ((semantic, structural) type); null = all (limit=N "
+                               "caps it)", min=1)
+    cot_max_new_tokens: int = knob(1024, "the CoT baseline's reply", min=1)
+    data: str | None = knob(None, "the held-out questions: GQA's {split}_balanced_questions.json or JSONL")
+    train_data: str | None = knob(None, "solved questions tools are made from (all modes but cot); e.g. "
+                                  "train_balanced_questions.json")
+    scenes: Any = knob(None, "GQA's {split}_sceneGraphs.json: one path or a list covering every question's image")
+
+
+@dataclass
+class GqaEval(RgEval):
+    """`python eval.py suite=gqa`."""
+
+    suite: GqaConfig = knob(factory=GqaConfig)
+
+
+def load(path: str, cfg: GqaEval) -> list[Item]:
     """Items of one GQA questions file, each with its image's scene graph as text."""
     paths = cfg.suite.scenes
     if not paths:
         raise ValueError("suite.scenes=PATH (GQA scene graphs) is needed to render the images as text")
-    paths = tuple(map(str, OmegaConf.to_container(paths))) if OmegaConf.is_list(paths) else (str(paths),)
+    paths = tuple(map(str, paths)) if isinstance(paths, list) else (str(paths),)
     for p in paths:
         if not Path(p).is_file():
             raise ValueError(f"suite.scenes: {p} is not a file")
@@ -114,4 +137,4 @@ def correct(answer: str, entry: dict[str, Any]) -> bool:
 
 FILES = FileSuite(load, GROUPS, correct)
 check, run = FILES.check, FILES.run
-SUITE = Suite("gqa", check, run)  # the suite interface (smith.evals)
+SUITE = Suite("gqa", check, run, GqaEval)  # the suite interface (smith.evals)

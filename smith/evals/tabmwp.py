@@ -33,14 +33,15 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
+from smith.config import knob
 from smith.evals.suite import Suite
 from smith.tasks import Item
 
+from .rg.config import RgConfig, RgEval
 from .rg.sources import FileSuite
 
 # TabMWP's answer types and question types (its paper's FREE: INT, DEC; MC: EXTR, BOOL, OTH)
@@ -70,7 +71,28 @@ def question_text(p: dict[str, Any]) -> str:
     return f"Table:\n{table}\n\nQuestion: {question}"
 
 
-def load(path: str, cfg: DictConfig) -> list[Item]:
+@dataclass
+class TabmwpConfig(RgConfig):
+    """`suite.*` of suite=tabmwp: rg's settings (tokens, turns, sandbox, baselines and their budgets) apply
+    unchanged, with the benchmark's files."""
+
+    name: str = knob("tabmwp", "the suite", choices=("tabmwp",))
+    n_items: int | None = knob(None, "questions per category (answer type); null = all of the file (limit=N caps it)",
+                               min=1)
+    cot_max_new_tokens: int = knob(2048, "the CoT baseline's reply", min=1)
+    data: str | None = knob(None, "the held-out questions: PromptPG's problems_*.json or JSONL (one problem a line)")
+    train_data: str | None = knob(None, "solved problems tools are made from (all modes but cot); e.g. "
+                                  "problems_train.json")
+
+
+@dataclass
+class TabmwpEval(RgEval):
+    """`python eval.py suite=tabmwp`."""
+
+    suite: TabmwpConfig = knob(factory=TabmwpConfig)
+
+
+def load(path: str, cfg: TabmwpEval) -> list[Item]:
     """Items of one TabMWP file; `entry` keeps what scoring needs (answer, unit, choices)."""
     out = []
     for pid, p in read_problems(path):
@@ -144,4 +166,4 @@ def correct(answer: str, entry: dict[str, Any]) -> bool:
 
 FILES = FileSuite(load, GROUPS, correct)
 check, run = FILES.check, FILES.run
-SUITE = Suite("tabmwp", check, run)  # the suite interface (smith.evals)
+SUITE = Suite("tabmwp", check, run, TabmwpEval)  # the suite interface (smith.evals)

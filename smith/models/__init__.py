@@ -56,7 +56,7 @@ BASE_HINT = BASE_HINTS[0]
 
 
 def _cfg(cfg: Any, key: str, default: Any = None) -> Any:
-    """Dotted lookup in a typed config, a composed eval config, a plain dict, or None."""
+    """Dotted lookup in a typed config (training's TrainConfig or an evaluation's EvalConfig), a plain dict, or None."""
     node = cfg
     for part in key.split("."):
         if node is None:

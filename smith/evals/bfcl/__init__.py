@@ -23,10 +23,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
 from smith.errors import ConfigError
 from smith.evals.suite import Suite
+
+from .config import BfclEval
 
 OFFLINE = (
     "simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple", "irrelevance",
@@ -63,21 +63,21 @@ def categories(requested: list[str]) -> list[str]:
     return list(dict.fromkeys(requested))
 
 
-def check(cfg: DictConfig) -> list[tuple[str, str]]:
+def check(cfg: BfclEval) -> list[tuple[str, str]]:
     """bfcl's own settings and its venv, before anything loads; returns the model SPECs the run loads."""
-    categories(list(cfg.suite.categories or []))
+    categories(cfg.suite.categories or [])
     bfcl_python(cfg)
-    spec = str(cfg.model)
+    spec = cfg.model
     if spec.startswith("scripted:"):
         raise ConfigError(f"suite bfcl has no scripted agents ({spec}); serve one and pass openai:<url>#<name>")
     return [("model", spec)]
 
 
-def bfcl_python(cfg: DictConfig) -> Path:
+def bfcl_python(cfg: BfclEval) -> Path:
     """The python of the bfcl-eval venv: suite.python, else the default venv; a clear error when absent."""
     from .venv import DEFAULT_DIR, has_bfcl, python_of
 
-    python = Path(str(cfg.suite.python)) if cfg.suite.get("python") else python_of(DEFAULT_DIR)
+    python = Path(cfg.suite.python) if cfg.suite.python else python_of(DEFAULT_DIR)
     if not has_bfcl(python):
         raise ConfigError(f"no bfcl-eval at {python}; create its venv with `.venv/bin/python -m "
                           "smith.evals.bfcl.venv` (or set suite.python to a python with bfcl-eval==2026.3.23)")
@@ -137,7 +137,7 @@ def metrics(details: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run(cfg: DictConfig) -> dict:
+def run(cfg: BfclEval) -> dict:
     """Serve or reach the model, run bfcl-eval in its venv, write summary.json, results.md and
     accuracy_by_category.png."""
     from smith.evals.common import markdown_table, output_dir, write_summary
@@ -146,12 +146,12 @@ def run(cfg: DictConfig) -> dict:
     from .plots import plot_accuracy
 
     s = cfg.suite
-    cats = categories(list(s.categories or []))
+    cats = categories(s.categories or [])
     python = bfcl_python(cfg)
     out = output_dir(cfg).resolve()
     root = out / "bfcl"
     root.mkdir(exist_ok=True)
-    spec = str(cfg.model)
+    spec = cfg.model
     with ExitStack() as stack:
         if spec.startswith("openai:"):
             base_url, served = openai_target(spec)
@@ -159,24 +159,24 @@ def run(cfg: DictConfig) -> dict:
             from smith.models import load_backend
             from smith.models.serve import build_app, running_app
 
-            served = str(s.served_name)
-            app = build_app(load_backend(spec, cfg), served, int(s.max_tokens))
-            base_url = stack.enter_context(running_app(app, port=int(s.port))) + "/v1"
+            served = s.served_name
+            app = build_app(load_backend(spec, cfg), served, s.max_tokens)
+            base_url = stack.enter_context(running_app(app, port=s.port)) + "/v1"
         env = {**os.environ, "BFCL_PROJECT_ROOT": str(root), "OPENAI_BASE_URL": base_url,
-               "OPENAI_API_KEY": str(s.get("api_key") or os.environ.get("OPENAI_API_KEY") or "EMPTY"),
+               "OPENAI_API_KEY": s.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
                "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
         cmd = [str(python), str(RUNNER), "--registry", REGISTRY, "--served-name", served, "--categories", *cats,
-               "--threads", str(int(s.threads)), "--temperature", str(float(s.temperature)),
+               "--threads", str(s.threads), "--temperature", str(s.temperature),
                "--out", str(root / "scores.json")]
-        if cfg.get("limit") is not None:
-            cmd += ["--limit", str(int(cfg.limit))]
+        if (limit := cfg.limit) is not None:
+            cmd += ["--limit", str(limit)]
         done = subprocess.run(cmd, env=env, cwd=str(root), stdout=sys.stderr, check=False,
-                              timeout=float(s.timeout_s) if s.get("timeout_s") else None)
+                              timeout=float(s.timeout_s) if s.timeout_s else None)
         if done.returncode != 0:
             raise RuntimeError(f"bfcl-eval failed (exit {done.returncode}); its output is above, its files in {root}")
     details = {"served_name": served, **summarize(json.loads((root / "scores.json").read_text()))}
     summary = write_summary(out, cfg, metrics(details), details,
-                            label=s.get("label") or spec.split("#")[-1].rstrip("/").split("/")[-1])
+                            label=s.label or spec.split("#")[-1].rstrip("/").split("/")[-1])
     plot_accuracy(details["categories"], details["sections"], f"BFCL v4: {summary['label']}",
                   out / "accuracy_by_category.png")
 
@@ -196,4 +196,4 @@ def run(cfg: DictConfig) -> dict:
     return summary
 
 
-SUITE = Suite("bfcl", check, run)  # the suite interface (smith.evals)
+SUITE = Suite("bfcl", check, run, BfclEval)  # the suite interface (smith.evals)

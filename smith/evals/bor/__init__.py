@@ -20,12 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from smith.errors import ConfigError
 from smith.evals.bor.auditing import AuditResult, QueryRecord, audit
 from smith.evals.bor.benchmarks import Benchmark, bfcl_benchmark, smith_benchmark, split_of
+from smith.evals.bor.config import BorConfig, BorEval
 from smith.evals.bor.logs import from_csv, from_jsonl
 from smith.evals.bor.metric import (
     bits_over_random,
@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 AGENTS = ("q-bor", "q-f1", "dqn-bor", "dqn-f1")
-BENCHMARKS: dict[str, Callable[[DictConfig, int], Benchmark]] = {  # suite.benchmarks: name -> its registries
+BENCHMARKS: dict[str, Callable[[BorConfig, int], Benchmark]] = {  # suite.benchmarks: name -> its registries
     "smith": lambda s, seed: smith_benchmark(s.queries_per_category, seed, s.pool, s.categories),
     "bfcl": lambda s, seed: bfcl_benchmark(s.bfcl_data),
 }
@@ -82,7 +82,7 @@ COLUMNS = ["benchmark", "N", "scorer", "policy", "n", "coverage", "mean_depth", 
            "bor_hi", "cov_medium", "cov_hard"]  # fmt: skip
 
 
-def check(cfg: DictConfig) -> list[tuple[str, str]]:
+def check(cfg: BorEval) -> list[tuple[str, str]]:
     """bor's own settings, before anything runs; `model` is not used, so no SPECs."""
     from smith.pool.retrieval.scorers import SCORERS
 
@@ -97,11 +97,11 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
 
         load_catalog().check_names(s.categories, "suite.categories")
     if s.pool:
-        check_pool(str(s.pool), "suite.pool")
+        check_pool(s.pool, "suite.pool")
     return []
 
 
-def _agent(name: str, s: DictConfig, seed: int) -> QLearningAgent | DQNAgent:
+def _agent(name: str, s: BorConfig, seed: int) -> QLearningAgent | DQNAgent:
     if name not in AGENTS:
         raise ValueError(f"agent '{name}' not found; known: {', '.join(AGENTS)}")
     kind, reward = name.split("-")
@@ -110,14 +110,14 @@ def _agent(name: str, s: DictConfig, seed: int) -> QLearningAgent | DQNAgent:
     return DQNAgent(reward, s.step_cost, s.max_depth, seed=seed)
 
 
-def _fit(agent: QLearningAgent | DQNAgent, train: list[Ranking], s: DictConfig, seed: int) -> None:
+def _fit(agent: QLearningAgent | DQNAgent, train: list[Ranking], s: BorConfig, seed: int) -> None:
     if isinstance(agent, QLearningAgent):
         agent.fit(train, epochs=s.q_epochs, seed=seed, progress=True)
     else:
         agent.fit(train, updates=s.dqn_updates, progress=True)
 
 
-def _benchmarks(s: DictConfig, seed: int) -> tuple[list[Benchmark], dict[str, str]]:
+def _benchmarks(s: BorConfig, seed: int) -> tuple[list[Benchmark], dict[str, str]]:
     built, skipped = [], {}
     for name in s.benchmarks:
         if name not in BENCHMARKS:
@@ -162,8 +162,8 @@ def _sample(queries: list, limit: int | None, seed: int) -> list:
     return sorted(queries, key=lambda q: hashlib.sha256(f"limit/{seed}/{q.qid}".encode()).digest())[:limit]
 
 
-def run(cfg: DictConfig) -> dict:
-    s, seed = cfg.suite, int(cfg.seed)
+def run(cfg: BorEval) -> dict:
+    s, seed = cfg.suite, cfg.seed
     out = output_dir(cfg)
     cells = EpisodeLog(out / "cells.jsonl", key="cell")
     per_query = EpisodeLog(out / "queries.jsonl", key="key")
@@ -173,7 +173,7 @@ def run(cfg: DictConfig) -> dict:
         sizes = [n for n in s.sizes if n <= bench.core + len(bench.distractors)] or [bench.core]
         for N in sizes:
             reg = bench.registry(N, seed)
-            queries = _sample(reg.queries, cfg.get("limit"), seed)
+            queries = _sample(reg.queries, cfg.limit, seed)
             split = {q.qid: split_of(q.qid, s.train_fraction, seed) for q in queries}
             policies: list[str] = [f"fixed-{k}" for k in s.fixed_k if k <= N] + list(s.agents)
             doc_texts = [as_text(d) for d in reg.documents]
@@ -239,4 +239,4 @@ def _policy_order(name: str) -> tuple[int, int, str]:
     return (0, int(name.removeprefix("fixed-")), "") if name.startswith("fixed-") else (1, 0, name)
 
 
-SUITE = Suite("bor", check, run)  # the suite interface (smith.evals)
+SUITE = Suite("bor", check, run, BorEval)  # the suite interface (smith.evals)

@@ -24,13 +24,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
 from tqdm import tqdm
 
 from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, markdown_table, metric, output_dir, write_summary
 from smith.evals.lomekwi import costs, importer, metrics, plots, published
 from smith.evals.lomekwi.agents import SCRIPTED, ScriptedAgent, play
+from smith.evals.lomekwi.config import DeepConfig, LomekwiConfig, LomekwiEval
 from smith.evals.lomekwi.deep import costs as deep_costs
 from smith.evals.lomekwi.deep import env as deep
 from smith.evals.lomekwi.deep import importer as deep_importer
@@ -49,57 +49,56 @@ KNOWN_WORLDS = (*WORLDS, deep.WORLD)
 RESUME_MAY_CHANGE = ("model",)  # one output_dir may collect several models' sweeps (common.check_run)
 
 
-def check(cfg: DictConfig) -> list[tuple[str, str]]:
+def check(cfg: LomekwiEval) -> list[tuple[str, str]]:
     """lomekwi's own settings, before anything loads; returns the model SPECs the run loads."""
     if world_of(cfg.suite) not in KNOWN_WORLDS:
         raise ConfigError(f"suite.world={cfg.suite.world} not found; known: {', '.join(KNOWN_WORLDS)}")
-    if cfg.get("import_logs"):
+    if cfg.import_logs:
         try:
-            importer.find_logs(str(cfg.import_logs))
+            importer.find_logs(cfg.import_logs)
         except FileNotFoundError as e:
             raise ConfigError(str(e)) from None
         return []
     game = rules(cfg.suite)
     if world_of(cfg.suite) == deep.WORLD and game.commit_nudge:
         raise ConfigError("suite.commit_nudge has no Deep Lomekwi counterpart (the released deep runner has none)")
-    spec = str(cfg.model)
+    spec = cfg.model
     if spec.startswith("scripted:"):
         _scripted(spec)
         return []
     return [("model", spec)]
 
 
-def rules(s: DictConfig) -> Rules:
+def rules(s: LomekwiConfig) -> Rules:
     """The suite's rule switches (parser, echo, fold_case, commit_nudge, stop_on_build), checked."""
     try:
-        return Rules(parser=str(s.get("parser", "upstream")), echo=str(s.get("echo", "typed")),
-                     fold_case=bool(s.get("fold_case", False)), commit_nudge=s.get("commit_nudge") or None,
-                     stop_on_build=bool(s.get("stop_on_build", False)))
+        return Rules(parser=s.parser, echo=s.echo, fold_case=s.fold_case, commit_nudge=s.commit_nudge or None,
+                     stop_on_build=s.stop_on_build)
     except ValueError as e:
         raise ConfigError(f"suite=lomekwi: {e}") from None
 
 
-def world_of(s: DictConfig) -> str:
-    return str(s.get("world", "pickup"))
+def world_of(s: LomekwiConfig) -> str:
+    return s.world
 
 
-def grid(s: DictConfig) -> DictConfig:
+def grid(s: LomekwiConfig) -> LomekwiConfig | DeepConfig:
     """The sweep's own settings (n_values, t_values, reps, scheme, hint, no_progress_window): `suite.deep`
     for Deep Lomekwi, whose released sweep differs in all of them, the suite itself otherwise."""
     return s.deep if world_of(s) == deep.WORLD else s
 
 
-def cells_of(s: DictConfig) -> list[tuple[int, int]]:
+def cells_of(s: LomekwiConfig) -> list[tuple[int, int]]:
     """The sweep's (n, T) cells; the v1 world has one shard kind, so T = 1 and t_values is not used."""
     g = grid(s)
     if world_of(s) == "v1":
-        return [(int(n), 1) for n in g.n_values]
-    return [(int(n), int(t)) for n in g.n_values for t in g.t_values]
+        return [(n, 1) for n in g.n_values]
+    return [(n, t) for n in g.n_values for t in g.t_values]
 
 
-def world_for(s: DictConfig, seed: int, n: int, t: int) -> World:
+def world_for(s: LomekwiConfig, seed: int, n: int, t: int) -> World:
     """The world of one episode of the sweep."""
-    fold, scheme = bool(s.get("fold_case", False)), str(grid(s).scheme)
+    fold, scheme = s.fold_case, grid(s).scheme
     if world_of(s) == "v1":
         return make_v1_world(seed, n, scheme, fold)
     if world_of(s) == deep.WORLD:
@@ -116,9 +115,9 @@ def _scripted(spec: str) -> str:
     return policy
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
+def run(cfg: LomekwiEval) -> dict[str, Any]:
     out = output_dir(cfg)
-    if cfg.get("import_logs"):
+    if cfg.import_logs:
         return score_logs(cfg, out)
     return play_sweep(cfg, out)
 
@@ -131,9 +130,9 @@ def cell_seeds(cell_index: int, reps: int, limit: int | None, world: str = "pick
     return [first + r for r in range(min(reps, limit) if limit else reps)]
 
 
-def _backend(spec: str, n_types: int, cfg: DictConfig, cache: dict[str, ChatBackend]) -> ChatBackend:
+def _backend(spec: str, n_types: int, cfg: LomekwiEval, cache: dict[str, ChatBackend]) -> ChatBackend:
     if spec.startswith("scripted:"):
-        return ScriptedAgent(_scripted(spec), n_types, seed=int(cfg.get("seed") or 0), world=world_of(cfg.suite))
+        return ScriptedAgent(_scripted(spec), n_types, seed=cfg.seed, world=world_of(cfg.suite))
     if spec not in cache:
         from smith.models import load_backend
 
@@ -141,50 +140,50 @@ def _backend(spec: str, n_types: int, cfg: DictConfig, cache: dict[str, ChatBack
     return cache[spec]
 
 
-def play_sweep(cfg: DictConfig, out: Path, backend: ChatBackend | None = None) -> dict[str, Any]:
+def play_sweep(cfg: LomekwiEval, out: Path, backend: ChatBackend | None = None) -> dict[str, Any]:
     """Play every missing episode of the sweep, then summarise everything in the log.
 
     `backend` overrides `cfg.model` (tests pass a scripted-text double this way)."""
     s, g, world = cfg.suite, grid(cfg.suite), world_of(cfg.suite)
-    model = backend.name if backend is not None else str(cfg.model)
+    model = backend.name if backend is not None else cfg.model
     log = EpisodeLog(out / "episodes.jsonl")
     cells = cells_of(s)
     game = rules(s)
-    limit = int(cfg.limit) if cfg.get("limit") else None
-    window = g.get("no_progress_window")
-    todo = [(n, t, seed) for ci, (n, t) in enumerate(cells) for seed in cell_seeds(ci, int(g.reps), limit, world)
+    limit = cfg.limit or None
+    window = g.no_progress_window
+    todo = [(n, t, seed) for ci, (n, t) in enumerate(cells) for seed in cell_seeds(ci, g.reps, limit, world)
             if importer.episode_key(model, n, t, seed) not in log]
-    params = SamplingParams(max_new_tokens=int(s.max_new_tokens), temperature=float(s.temperature),
-                            top_p=float(s.top_p), seed=int(cfg.get("seed") or 0))
+    params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p,
+                            seed=cfg.seed)
     cache: dict[str, ChatBackend] = {}
     with tqdm(total=len(todo), desc=f"lomekwi {model}", unit="ep") as bar:
         for n, t in cells:
             seeds = [seed for (cn, ct, seed) in todo if (cn, ct) == (n, t)]
             agent = backend or _backend(model, t, cfg, cache)
-            for i in range(0, len(seeds), int(s.batch_size)):
-                batch = seeds[i: i + int(s.batch_size)]
-                budget = budget_for(n, float(s.budget_mult))
+            for i in range(0, len(seeds), s.batch_size):
+                batch = seeds[i: i + s.batch_size]
+                budget = budget_for(n, s.budget_mult)
                 worlds = [world_for(s, seed, n, t) for seed in batch]
-                episodes = [LomekwiEpisode(w, seed, budget, bool(g.hint), None, None if window is None else int(window),
-                                    system_prompt_for(w) + str(s.get("system_suffix") or ""), game)
+                episodes = [LomekwiEpisode(w, seed, budget, g.hint, None, window,
+                                           system_prompt_for(w) + (s.system_suffix or ""), game)
                             for seed, w in zip(batch, worlds, strict=True)]
                 t0 = time.time()
                 play(agent, episodes, params, bar)
                 for seed, e in zip(batch, episodes, strict=True):
                     log.add({"key": importer.episode_key(model, n, t, seed), "model": model, "seed": seed,
-                             "scheme": str(g.scheme), "elapsed_s": round(time.time() - t0, 3), **e.record()})
-    details = _summarize(list(log), out, mode="play", draw=bool(s.get("plots", True)), world=world)
-    details["sweep"] = {"cells": cells, "reps": int(g.reps), "limit": limit, "scheme": str(g.scheme),
-                        "hint": bool(g.hint), "world": world, "no_progress_window": window, "rules": asdict(game),
-                        "budgets": {n: budget_for(n, float(s.budget_mult)) for n, _ in cells}}
+                             "scheme": g.scheme, "elapsed_s": round(time.time() - t0, 3), **e.record()})
+    details = _summarize(list(log), out, mode="play", draw=s.plots, world=world)
+    details["sweep"] = {"cells": cells, "reps": g.reps, "limit": limit, "scheme": g.scheme, "hint": g.hint,
+                        "world": world, "no_progress_window": window, "rules": asdict(game),
+                        "budgets": {n: budget_for(n, s.budget_mult) for n, _ in cells}}
     return write_summary(out, cfg, _metrics(details["models"], world), details, model=model)
 
 
-def score_logs(cfg: DictConfig, out: Path) -> dict[str, Any]:
+def score_logs(cfg: LomekwiEval, out: Path) -> dict[str, Any]:
     """Score the released-format logs under cfg.import_logs with the same metric code; check the paper's
     findings. suite.world says which game the logs are of (Deep Lomekwi rows have their own format and
     importer)."""
-    root, world = Path(str(cfg.import_logs)), world_of(cfg.suite)
+    root, world = Path(cfg.import_logs), world_of(cfg.suite)
     is_deep = world == deep.WORLD
     convert = deep_importer.import_row if is_deep else importer.import_row
     records, sources = [], {}
@@ -260,4 +259,4 @@ def _table(models: dict[str, dict[str, Any]], columns: list[str], is_deep: bool 
     return head + "; 95% Wilson intervals.\n\n" + markdown_table(rows, ["model", "N", *columns])
 
 
-SUITE = Suite("lomekwi", check, run)  # the suite interface (smith.evals)
+SUITE = Suite("lomekwi", check, run, LomekwiEval)  # the suite interface (smith.evals)

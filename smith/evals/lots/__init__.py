@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
 from tqdm import tqdm
 
 from smith.errors import ConfigError
 from smith.evals.common import EpisodeLog, check_pool, markdown_table, metric, output_dir, write_json, write_summary
 from smith.evals.lots import baselines, plots, spaces, tgb
+from smith.evals.lots.config import LotsConfig, LotsEval
 from smith.evals.lots.methods import METHODS, ROUTER, SPACES, Task
 from smith.evals.lots.scoring import LikelihoodScorer, loo_scores
 from smith.evals.lots.serving import Agent, ChatAgent, GoldAgent, Server, build_messages, menu_key
@@ -34,7 +34,7 @@ from smith.evals.suite import Suite
 SCRIPTED = {"gold": GoldAgent}
 
 
-def check(cfg: DictConfig) -> list[tuple[str, str]]:
+def check(cfg: LotsEval) -> list[tuple[str, str]]:
     """lots' own settings, before anything loads; returns the model SPECs the run loads."""
     s = cfg.suite
     unknown = [f for f in s.families if f not in tgb.FAMILIES]
@@ -43,16 +43,16 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
     bad = [m for m in s.methods if m not in METHODS]
     if bad:
         raise ConfigError(f"suite.methods has unknown methods {bad}; known: {', '.join(METHODS)}")
-    spec = str(cfg.model)
+    spec = cfg.model
     scripted = spec.startswith("scripted:")
     if scripted:
         _scripted(spec)
     if s.pool.path:
         if scripted:
             raise ConfigError("suite.pool needs a model that reads tool outputs; scripted agents only know TGB")
-        check_pool(str(s.pool.path), "suite.pool.path")
+        check_pool(s.pool.path, "suite.pool.path")
     specs = [] if scripted else [("model", spec)]
-    return specs + ([("suite.scorer", str(s.scorer))] if s.get("scorer") else [])
+    return specs + ([("suite.scorer", s.scorer)] if s.scorer else [])
 
 
 def _scripted(spec: str) -> str:
@@ -63,38 +63,37 @@ def _scripted(spec: str) -> str:
     return name
 
 
-def make_agent(spec: str, cfg: DictConfig) -> Agent:
+def make_agent(spec: str, cfg: LotsEval) -> Agent:
     if spec.startswith("scripted:"):
         return SCRIPTED[_scripted(spec)]()
     from smith.models import load_backend
 
-    return ChatAgent(load_backend(spec, cfg), max_new_tokens=int(cfg.suite.max_new_tokens))
+    return ChatAgent(load_backend(spec, cfg), max_new_tokens=cfg.suite.max_new_tokens)
 
 
-def make_scorer(cfg: DictConfig) -> LikelihoodScorer:
+def make_scorer(cfg: LotsEval) -> LikelihoodScorer:
     """The likelihood model: suite.scorer, else the served model when it is local, else the tiny model."""
     import torch
 
     from smith.models import resolve_model
 
-    spec = cfg.suite.get("scorer") or str(cfg.model)
+    spec = cfg.suite.scorer or cfg.model
     if spec.startswith(("scripted:", "openai:")):
         spec = "tiny"
     spec = spec.removeprefix("vllm:")
     base, adapter = resolve_model(spec, cfg)
-    device = str(cfg.get("device") or "auto")
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-    dtype = str(cfg.suite.scorer_dtype) if device.startswith("cuda") else "float32"
-    return LikelihoodScorer.from_pretrained(base, adapter, device, dtype, int(cfg.suite.score_batch_size))
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # an evaluation has no device setting: auto
+    dtype = cfg.suite.scorer_dtype if device.startswith("cuda") else "float32"
+    return LikelihoodScorer.from_pretrained(base, adapter, device, dtype, cfg.suite.score_batch_size)
 
 
 class Lots:
     """One run's state: the agent, the scorer, and the resumable logs, shared by every experiment."""
 
-    def __init__(self, cfg: DictConfig, out: Path, agent: Agent, scorer: LikelihoodScorer) -> None:
+    def __init__(self, cfg: LotsEval, out: Path, agent: Agent, scorer: LikelihoodScorer) -> None:
         self.cfg, self.s, self.out = cfg, cfg.suite, out
         self.agent, self.scorer = agent, scorer
-        self.seed = int(cfg.get("seed") or 0)
+        self.seed = cfg.seed
         self.scores = EpisodeLog(out / "scores.jsonl")
         self.servers: dict[int, Server] = {}
 
@@ -102,13 +101,13 @@ class Lots:
         if size not in self.servers:
             reg = tgb.make_registry(size, self.seed)
             self.servers[size] = Server(self.agent, reg, self.out / "serves.jsonl", self.scorer.count_tokens,
-                                        int(self.s.serve_batch_size))
+                                        self.s.serve_batch_size)
         return self.servers[size]
 
     # ----------------------------------------------------------------------------- LOTS (Algorithm 1)
     def request_scores(self, server: Server, req: tgb.Request, menu: Sequence[str], answer: str) -> dict[str, float]:
         """I_x(s) for every served tool of one trace, cached in scores.jsonl."""
-        mode = str(self.s.deletion)
+        mode = self.s.deletion
         key = f"{menu_key(req, server.registry, menu)}|{mode}"
         if key not in self.scores:
             reg = server.registry
@@ -132,7 +131,7 @@ class Lots:
         grid = sorted({min(k, len(names)) for k in k_grid})
         acc_by_k = {k: server.accuracy(fit_reqs, spaces.top_k(agg, k), desc=f"{family}: K={k}") for k in grid}
         k = spaces.select_budget(acc_by_k)
-        space = spaces.TaskSpace(family, k, float(self.s.alpha), agg, spaces.top_k(agg, k), batches=1)
+        space = spaces.TaskSpace(family, k, self.s.alpha, agg, spaces.top_k(agg, k), batches=1)
         space.save(self.out / "spaces" / f"registry-{size}")
         return {"k": k, "space": space.tools, "scores": agg, "ranking": spaces.rank(agg), "fit_accuracy": acc_by_k}
 
@@ -142,10 +141,10 @@ class Lots:
         return server.serve(reqs, menus, desc=desc)
 
 
-def _split(cfg: DictConfig, families: Sequence[str], n_fit: int, n_eval: int, seed: int) \
+def _split(cfg: LotsEval, families: Sequence[str], n_fit: int, n_eval: int, seed: int) \
         -> dict[str, tuple[list[tgb.Request], list[tgb.Request]]]:
-    limit = cfg.get("limit")
-    nf, ne = (min(n_fit, int(limit)), min(n_eval, int(limit))) if limit else (n_fit, n_eval)
+    limit = cfg.limit
+    nf, ne = (min(n_fit, limit), min(n_eval, limit)) if limit else (n_fit, n_eval)
     return {f: ([tgb.make_request(f, i, seed) for i in range(nf)],
                 [tgb.make_request(f, tgb.N_FIT + i, seed) for i in range(ne)]) for f in families}
 
@@ -159,14 +158,14 @@ def _summarise(rows_by_family: dict[str, list[dict[str, Any]]], kept: dict[str, 
             "n": len(all_rows)}
 
 
-def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
+def run(cfg: LotsEval, agent: Agent | None = None) -> dict:
     """Run the suite; `agent` replaces the one `cfg.model` names (tests pass a scripted ChatBackend)."""
     s = cfg.suite
     out = output_dir(cfg)
     families = list(s.families)
     methods = list(s.methods)
-    lots = Lots(cfg, out, agent or make_agent(str(cfg.model), cfg), make_scorer(cfg))
-    data = _split(cfg, families, int(s.n_fit), int(s.n_eval), lots.seed)
+    lots = Lots(cfg, out, agent or make_agent(cfg.model, cfg), make_scorer(cfg))
+    data = _split(cfg, families, s.n_fit, s.n_eval, lots.seed)
     server = lots.server(15)
     schemas = [t.schema() for t in server.registry.tools]
     embed = baselines.load_encoder() if {"dense"} & set(methods) or s.fixed_k else None
@@ -182,7 +181,7 @@ def run(cfg: DictConfig, agent: Agent | None = None) -> dict:
     pool = _pool(lots) if s.pool.path else {}
 
     n_fit, n_eval = (len(x) for x in next(iter(data.values())))
-    details = {"families": families, "n_fit": n_fit, "n_eval": n_eval, "deletion": str(s.deletion),
+    details = {"families": families, "n_fit": n_fit, "n_eval": n_eval, "deletion": s.deletion,
                "methods": results, "lots": fits, "fixed_k": fixed, "registry_scaling": scaling, "stream": stream,
                "pool": pool}
     summary = write_summary(out, cfg, _metrics(results), details)
@@ -200,7 +199,7 @@ def _spaces(lots: Lots, server: Server, data: dict, fits: dict, methods: Sequenc
         fit_reqs, _ = data[f]
         fit_acc = lambda menu, reqs=fit_reqs, f=f: server.accuracy(reqs, menu, desc=f"{f}: search")  # noqa: E731
         task = Task(f, names, schemas, [r.question for r in fit_reqs], fit_acc, fits[f], embed, lots.seed,
-                    int(lots.s.beam_width))
+                    lots.s.beam_width)
         for m in menus:
             menus[m][f] = SPACES[m](task)
     return menus
@@ -231,7 +230,7 @@ def _evaluate(lots: Lots, server: Server, data: dict, method: str, menus: dict[s
     return result
 
 
-def _results_md(out: Path, cfg: DictConfig, results: dict, fits: dict, methods: list[str], families: list[str]) -> None:
+def _results_md(out: Path, cfg: LotsEval, results: dict, fits: dict, methods: list[str], families: list[str]) -> None:
     rows = [{"method": m, "accuracy": 100 * results[m]["accuracy"], "tools kept": results[m]["tools_kept"],
              "prompt tokens": results[m]["prompt_tokens"]} for m in methods]
     fam_rows = [{"family": f, **{m: 100 * results[m]["by_family"][f] for m in methods},
@@ -242,12 +241,12 @@ def _results_md(out: Path, cfg: DictConfig, results: dict, fits: dict, methods: 
         + "\n## Per family\n\n" + markdown_table(fam_rows, ["family", *methods, "K", "LOTS space"], ".1f"))
 
 
-def _plot_n(s: DictConfig, n_eval: int, n_families: int) -> dict[str, str]:
+def _plot_n(s: LotsConfig, n_eval: int, n_families: int) -> dict[str, str]:
     """What each plotted point averages over, per figure, for its title."""
     fam = f"{n_families} families"
-    scaled = min(int(s.scaling_eval), n_eval)
+    scaled = min(s.scaling_eval, n_eval)
     return {"fixed": f"n = {n_eval} evaluation requests x {fam} per point",
-            "stream": f"n = {min(int(s.stream.eval), n_eval)} evaluation requests per point",
+            "stream": f"n = {min(s.stream.eval, n_eval)} evaluation requests per point",
             "scaling": f"n = {scaled} evaluation requests x {fam} per point"
                        + (f" ({n_eval} at 15 tools)" if scaled != n_eval else "")}
 
@@ -287,11 +286,11 @@ def _scaling(lots: Lots, data: dict, fits: dict, results: dict) -> dict[int, dic
                    "tools_kept": results["lots"]["tools_kept"], "keep_all_tokens": results["keep_all"]["prompt_tokens"],
                    "lots_tokens": results["lots"]["prompt_tokens"]}
     for size in s.registry_sizes:
-        server = lots.server(int(size))
+        server = lots.server(size)
         acc = {"keep_all": 0.0, "lots": 0.0, "tools_kept": 0.0, "keep_all_tokens": 0.0, "lots_tokens": 0.0}
         for f, (fit_reqs, ev) in data.items():
-            fit = lots.fit(f, fit_reqs[: int(s.scaling_fit)], int(size), list(s.scaling_k_grid))
-            ev = ev[: int(s.scaling_eval)]
+            fit = lots.fit(f, fit_reqs[: s.scaling_fit], size, s.scaling_k_grid)
+            ev = ev[: s.scaling_eval]
             full = server.serve(ev, [server.registry.names] * len(ev), desc=f"keep all {size}: {f}")
             fitted = server.serve(ev, [fit["space"]] * len(ev), desc=f"lots {size}: {f}")
             n = len(data)
@@ -300,7 +299,7 @@ def _scaling(lots: Lots, data: dict, fits: dict, results: dict) -> dict[int, dic
             acc["tools_kept"] += len(fit["space"]) / n
             acc["keep_all_tokens"] += sum(r["prompt_tokens"] for r in full) / max(1, len(full)) / n
             acc["lots_tokens"] += sum(r["prompt_tokens"] for r in fitted) / max(1, len(fitted)) / n
-        out[int(size)] = acc
+        out[size] = acc
     return out
 
 
@@ -312,17 +311,17 @@ def _stream(lots: Lots, data: dict, fits: dict) -> dict[str, Any]:
     the evaluation requests. Serving and scoring are cached, so a rerun replays the same stream.
     """
     st = lots.s.stream
-    server = lots.server(int(st.registry))
+    server = lots.server(st.registry)
     names = server.registry.names
     result: dict[str, Any] = {}
     for f, (fit_reqs, ev) in tqdm(data.items(), desc="stream"):
         rng = random.Random(f"{lots.seed}:stream:{f}")
-        space = spaces.TaskSpace(f, fits[f]["k"], float(st.alpha))
-        ev = ev[: int(st.eval)]
+        space = spaces.TaskSpace(f, fits[f]["k"], st.alpha)
+        ev = ev[: st.eval]
         curve, sizes = [], []
-        for i in range(int(st.rounds)):
-            batch = [fit_reqs[(i * int(st.batch) + j) % len(fit_reqs)] for j in range(int(st.batch))]
-            menus = [space.menu(names, rng, int(st.cap), float(st.epsilon)) for _ in batch]
+        for i in range(st.rounds):
+            batch = [fit_reqs[(i * st.batch + j) % len(fit_reqs)] for j in range(st.batch)]
+            menus = [space.menu(names, rng, st.cap, st.epsilon) for _ in batch]
             rows = server.serve(batch, menus, desc=f"stream {f} round {i}")
             space.update(lots.score_rows(server, rows, batch, f"stream {f} score"))
             curve.append(server.accuracy(ev, space.tools, desc=f"stream {f} eval"))
@@ -342,13 +341,12 @@ def _pool(lots: Lots) -> dict[str, Any]:
     p = lots.s.pool
     if not isinstance(lots.agent, ChatAgent):
         raise ConfigError("suite.pool needs a model that reads tool outputs; scripted agents only know TGB")
-    tool_pool = ToolPool.load(str(p.path))
+    tool_pool = ToolPool.load(p.path)
     categories = list(p.categories or tool_pool.categories())
-    limit = lots.cfg.get("limit")
-    n_fit, n_eval = (min(int(p.n_fit), int(limit)), min(int(p.n_eval), int(limit))) if limit else \
-        (int(p.n_fit), int(p.n_eval))
+    limit = lots.cfg.limit
+    n_fit, n_eval = (min(p.n_fit, limit), min(p.n_eval, limit)) if limit else (p.n_fit, p.n_eval)
     out = {}
-    with Sandbox(isolation=str(p.isolation)) as sb:
+    with Sandbox(isolation=p.isolation) as sb:
         for cat in tqdm(categories, desc="pool"):
             qs = items(cat, "hard", n_fit + n_eval, lots.seed)
             out[cat] = fit_pool_space(lots.agent, lots.scorer, tool_pool, cat, qs[:n_fit], qs[n_fit:], sb,
@@ -357,4 +355,4 @@ def _pool(lots: Lots) -> dict[str, Any]:
     return out
 
 
-SUITE = Suite("lots", check, run)  # the suite interface (smith.evals)
+SUITE = Suite("lots", check, run, LotsEval)  # the suite interface (smith.evals)

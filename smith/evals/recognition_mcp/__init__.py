@@ -15,27 +15,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
 from smith.evals.suite import Suite
 
+from .config import RecognitionEval
 
-def check(cfg: DictConfig) -> list[tuple[str, str]]:
+
+def check(cfg: RecognitionEval) -> list[tuple[str, str]]:
     """recognition_mcp's own settings, before anything loads; returns the model SPECs the run loads."""
     from smith.errors import ConfigError
 
     from .agents import require_anthropic, scripted_kind
     from .importer import find_logs
 
-    if cfg.get("import_logs"):
+    if cfg.import_logs:
         try:
-            find_logs(str(cfg.import_logs))
+            find_logs(cfg.import_logs)
         except FileNotFoundError as e:
             raise ConfigError(str(e)) from None
         return []
     if cfg.suite.mode not in MODES:
         raise ConfigError(f"suite.mode={cfg.suite.mode!r} not found; known: {', '.join(MODES)}")
-    spec = str(cfg.model)
+    spec = cfg.model
     if spec.startswith("scripted:"):
         scripted_kind(spec)
         return []
@@ -45,7 +45,7 @@ def check(cfg: DictConfig) -> list[tuple[str, str]]:
     return [("model", spec)]
 
 
-def run(cfg: DictConfig) -> dict:
+def run(cfg: RecognitionEval) -> dict:
     """Run the sweep (or the pilot, `suite.mode`) for `cfg.model`, or import `cfg.import_logs`, and write the
     summary; returns it."""
     from smith.evals.common import output_dir
@@ -56,19 +56,19 @@ def run(cfg: DictConfig) -> dict:
 
     s = cfg.suite
     out = output_dir(cfg)
-    if cfg.get("import_logs"):
+    if cfg.import_logs:
         return _import(cfg, out)
     params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, seed=cfg.seed)
-    agent = load_agent(str(cfg.model), cfg, params)
+    agent = load_agent(cfg.model, cfg, params)
     return MODES[s.mode](cfg, out, agent, wants_no_think(agent.name, s.no_think))
 
 
-def _score_settings(cfg: DictConfig) -> dict[str, Any]:
+def _score_settings(cfg: RecognitionEval) -> dict[str, Any]:
     s = cfg.suite
     return {"budget": s.score_budget, "surcharge": s.score_surcharge, "n_boot": s.bootstrap, "seed": cfg.seed}
 
 
-def _import(cfg: DictConfig, out: Path) -> dict:
+def _import(cfg: RecognitionEval, out: Path) -> dict:
     """Rescore released rollouts (`import_logs=DIR`)."""
     import json
 
@@ -82,10 +82,10 @@ def _import(cfg: DictConfig, out: Path) -> dict:
         f.writelines(json.dumps(r) + "\n" for r in records)
     details = write_report(records, out, "import", extra={"import": stats}, **_score_settings(cfg))
     return write_summary(out, cfg, run_metrics(details), details, model=None,
-                         label=f"imported {Path(str(cfg.import_logs)).name}")
+                         label=f"imported {Path(cfg.import_logs).name}")
 
 
-def _sweep(cfg: DictConfig, out: Path, agent: Any, no_think: bool) -> dict:
+def _sweep(cfg: RecognitionEval, out: Path, agent: Any, no_think: bool) -> dict:
     """The live sweep over conditions x tools x difficulties x reps, scored by the counterfactual oracle."""
     from smith.evals.common import write_summary
 
@@ -93,7 +93,7 @@ def _sweep(cfg: DictConfig, out: Path, agent: Any, no_think: bool) -> dict:
     from .sweep import plan, run_sweep
 
     s = cfg.suite
-    episodes = plan(list(s.conditions), list(s.tools), list(s.reps), list(s.difficulties), cfg.get("limit"),
+    episodes = plan(s.conditions, s.tools, s.reps, s.difficulties, cfg.limit,
                     s.surcharge, s.max_turns, s.max_noop, s.obfuscate, s.sequential, s.nudge_errors)
     records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
     details = write_report(records, out, "run", extra={"model": agent.name, "episodes": len(records)},
@@ -101,7 +101,7 @@ def _sweep(cfg: DictConfig, out: Path, agent: Any, no_think: bool) -> dict:
     return write_summary(out, cfg, run_metrics(details), details)
 
 
-def _pilot(cfg: DictConfig, out: Path, agent: Any, no_think: bool) -> dict:
+def _pilot(cfg: RecognitionEval, out: Path, agent: Any, no_think: bool) -> dict:
     """The tools-off pilot that calibrates the budgets."""
     from smith.evals.common import write_summary
 
@@ -109,13 +109,13 @@ def _pilot(cfg: DictConfig, out: Path, agent: Any, no_think: bool) -> dict:
     from .sweep import pilot_plan, run_sweep
 
     s, p = cfg.suite, cfg.suite.pilot
-    episodes = pilot_plan(list(p.difficulties), p.reps, p.budget, p.max_turns, cfg.get("limit"), s.max_noop)
+    episodes = pilot_plan(p.difficulties, p.reps, p.budget, p.max_turns, cfg.limit, s.max_noop)
     records = run_sweep(agent, episodes, out / "rollouts.jsonl", s.concurrency, no_think, cfg.seed)
     details = pilot_report(records, out, p.budget_mult, extra={"model": agent.name, "episodes": len(records)})
     return write_summary(out, cfg, pilot_metrics(details), details)
 
 
-MODES: dict[str, Callable[[DictConfig, Path, Any, bool], dict]] = {"sweep": _sweep, "pilot": _pilot}  # suite.mode
+MODES: dict[str, Callable[[RecognitionEval, Path, Any, bool], dict]] = {"sweep": _sweep, "pilot": _pilot}  # suite.mode
 
 
-SUITE = Suite("recognition_mcp", check, run)  # the suite interface (smith.evals)
+SUITE = Suite("recognition_mcp", check, run, RecognitionEval)  # the suite interface (smith.evals)

@@ -25,45 +25,43 @@ import random
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
+from smith.config import SandboxConfig, as_plain
 from smith.errors import ConfigError
 from smith.evals.suite import Suite
 
 from .baselines import METHODS, SINGLE_MODEL
+from .config import MODES as MODES  # the rg modes (rg.config), re-exported
+from .config import RgEval
 from .sources import ItemSource, ReasoningGym
 from .summary import write_rg_summary
 
 BASELINES = tuple(METHODS)  # inference-time tool makers (rg.baselines), one module each
-MODES = ("cot", "build_use", "pool", *BASELINES)
 
 
-def _identity(cfg: DictConfig) -> dict[str, Any]:
+def _identity(cfg: RgEval) -> dict[str, Any]:
     """What was run, resolved (the writer defaults to the model, CoT has one turn): the summary's details and
     its label. (Resume safety compares the whole config: common.check_run.)"""
     s = cfg.suite
     cot = cfg.mode == "cot"
-    ident = {"mode": str(cfg.mode), "model": str(cfg.model), "writer": None if cot else str(s.writer or cfg.model),
-             "pool": str(s.pool) if cfg.mode == "pool" else None, "seed": int(s.seed), "band": str(s.band),
-             "n_examples": int(s.n_examples), "n_distractors": int(s.n_distractors),
-             "max_turns": 1 if cot else int(s.max_turns)}
+    ident = {"mode": cfg.mode, "model": cfg.model, "writer": None if cot else (s.writer or cfg.model),
+             "pool": s.pool if cfg.mode == "pool" else None, "seed": s.seed, "band": s.band,
+             "n_examples": s.n_examples, "n_distractors": s.n_distractors, "max_turns": 1 if cot else s.max_turns}
     for key in ("data", "train_data", "scenes"):  # an OOD suite's files (smith.evals.tabmwp, smith.evals.gqa)
-        if key in s:
-            ident[key] = OmegaConf.to_container(s[key]) if OmegaConf.is_list(s[key]) else s[key]
+        if hasattr(s, key):
+            value = getattr(s, key)
+            ident[key] = list(value) if isinstance(value, list) else value
     if cfg.mode in BASELINES:  # the method's options and budgets are part of what was run
-        ident["baseline"] = OmegaConf.to_container(s.baselines[cfg.mode], resolve=True)
+        ident["baseline"] = as_plain(getattr(s.baselines, cfg.mode))
     return ident
 
 
-def check(cfg: DictConfig, source: ItemSource | None = None) -> list[tuple[str, str]]:
+def check(cfg: RgEval, source: ItemSource | None = None) -> list[tuple[str, str]]:
     """rg's own settings (and those of `source`, default reasoning-gym), before anything loads; returns the
-    model SPECs the run loads."""
+    model SPECs the run loads. Types, ranges and choices (`mode` among them) are the typed config's."""
     from smith.evals.common import check_pool
 
     s = cfg.suite
-    if cfg.mode not in MODES:
-        raise ConfigError(f"mode={cfg.mode} is not one of {', '.join(MODES)}")
-    if str(cfg.model).startswith("scripted:"):
+    if cfg.model.startswith("scripted:"):
         raise ConfigError(f"suite {s.name} has no scripted agents ({cfg.model}); give a model SPEC: tiny | DIR | "
                           "vllm:<path> | openai:<base_url>#<model>")
     (source or ReasoningGym(cfg)).check(cfg)
@@ -71,39 +69,33 @@ def check(cfg: DictConfig, source: ItemSource | None = None) -> list[tuple[str, 
     if cfg.mode == "pool":
         if not s.pool:
             raise ConfigError("mode=pool needs suite.pool=PATH (a run directory, checkpoint directory or pool file)")
-        check_pool(str(s.pool), "suite.pool")
+        check_pool(s.pool, "suite.pool")
     if cfg.mode in SINGLE_MODEL and s.writer:
         raise ConfigError(f"mode={cfg.mode} makes and uses its tools with one model; drop suite.writer")
-    specs = [("model", str(cfg.model))]
+    specs = [("model", cfg.model)]
     if cfg.mode != "cot" and s.writer:
-        specs.append(("suite.writer", str(s.writer)))
+        specs.append(("suite.writer", s.writer))
     return specs
 
 
-def _limits(sb: DictConfig) -> Any:
+def _limits(sb: SandboxConfig) -> Any:
     """`suite.sandbox`'s limits; a bad value is a one-line error (checked before anything is written)."""
     from sandbox import Limits
 
     try:
-        limits = Limits(timeout_s=sb.timeout_s, memory_mb=sb.memory_mb)
+        return Limits(timeout_s=sb.timeout_s, memory_mb=sb.memory_mb)
     except ValueError as e:
         raise ConfigError(f"suite.sandbox: {e}") from None
-    workers = sb.workers
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ConfigError(f"suite.sandbox.workers={workers} must be a whole number >= 1")
-    if sb.isolation not in ("strict", "process"):
-        raise ConfigError(f"suite.sandbox.isolation={sb.isolation} is not one of strict, process")
-    return limits
 
 
-def _sandbox(cfg: DictConfig) -> tuple[Any, Any]:
+def _sandbox(cfg: RgEval) -> tuple[Any, Any]:
     from sandbox import open_sandbox
 
     _limits(cfg.suite.sandbox)  # a bad value is a one-line error
     return open_sandbox(cfg.suite.sandbox)
 
 
-def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSource | None = None) -> dict:
+def run(cfg: RgEval, backends: dict[str, Any] | None = None, source: ItemSource | None = None) -> dict:
     """Run (or resume) the evaluation into `output_dir` and write its summary; returns the summary.
     `backends` maps a SPEC to a ready ChatBackend used instead of loading it (tests pass scripted ones);
     `source` supplies the questions (default: reasoning-gym; the OOD suites pass their files')."""
@@ -125,17 +117,17 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSou
     source = source or ReasoningGym(cfg)
     cats = source.categories()
     by_name = {c.name: c for c in cats}
-    caps = [int(v) for v in (s.n_items, cfg.get("limit")) if v is not None]
+    caps = [v for v in (s.n_items, cfg.limit) if v is not None]
     questions = {c.name: source.questions(c, min(caps) if caps else None) for c in cats}
 
     def load(spec: str) -> Any:
         return (backends or {}).get(spec) or load_backend(spec, cfg)
 
-    user = load(str(cfg.model))
+    user = load(cfg.model)
     if cfg.mode in BASELINES:
         return _run_baseline(cfg, out, identity, source, cats, questions, user, load)
-    params = SamplingParams(max_new_tokens=int(s.max_new_tokens), temperature=float(s.temperature),
-                            top_p=float(s.top_p), seed=int(cfg.seed))
+    params = SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p,
+                            seed=cfg.seed)
     log = EpisodeLog(out / "episodes.jsonl", key="key")
     menus_tools: dict[str, Any] = {}
     tool_rows: dict[str, dict[str, Any]] = {}
@@ -144,18 +136,18 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSou
         tool_rows = {r["category"]: r for r in tools_log}
         missing = [c.name for c in cats if c.name not in tool_rows]
         if cfg.mode == "pool" and missing:
-            for row in toolsrc.from_pool(ToolPool.load(str(s.pool)), missing).values():
+            for row in toolsrc.from_pool(ToolPool.load(s.pool), missing).values():
                 tools_log.add(row)
                 tool_rows[row["category"]] = row
             missing = [c for c in missing if c not in tool_rows]
         if missing:
             writer_spec = identity["writer"]
-            writer = user if writer_spec == str(cfg.model) else load(writer_spec)
-            build_params = SamplingParams(max_new_tokens=int(s.build_max_new_tokens), temperature=float(s.temperature),
-                                          top_p=float(s.top_p), seed=int(cfg.seed))
-            for start in tqdm(range(0, len(missing), int(s.batch_size)), desc="rg build tools", unit="batch"):
-                chunk = missing[start : start + int(s.batch_size)]
-                examples = {c: source.examples(by_name[c], int(s.n_examples)) for c in chunk}
+            writer = user if writer_spec == cfg.model else load(writer_spec)
+            build_params = SamplingParams(max_new_tokens=s.build_max_new_tokens, temperature=s.temperature,
+                                          top_p=s.top_p, seed=cfg.seed)
+            for start in tqdm(range(0, len(missing), s.batch_size), desc="rg build tools", unit="batch"):
+                chunk = missing[start : start + s.batch_size]
+                examples = {c: source.examples(by_name[c], s.n_examples) for c in chunk}
                 for cat, result in build_tools(writer, examples, build_params).items():
                     row = toolsrc.built_row(result, writer_spec)
                     tools_log.add(row)
@@ -168,8 +160,8 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSou
     bar = tqdm(total=len(by_key), initial=len(by_key) - len(pending), desc=f"rg {cfg.mode}", unit="q")
     sandbox_cm = _sandbox(cfg) if cfg.mode != "cot" else (nullcontext(), None)
     with sandbox_cm[0] as sandbox:
-        for start in range(0, len(pending), int(s.batch_size)):
-            chunk = pending[start : start + int(s.batch_size)]
+        for start in range(0, len(pending), s.batch_size):
+            chunk = pending[start : start + s.batch_size]
             convs = []
             for key in chunk:
                 cat, it = by_key[key]
@@ -178,23 +170,22 @@ def run(cfg: DictConfig, backends: dict[str, Any] | None = None, source: ItemSou
                 else:
                     rng = random.Random(f"{s.seed}:{key}")
                     convs.append(use_episode(key, it.question, toolsrc.menu(
-                        cat.name, menus_tools, groups, int(s.n_distractors), rng)))
-            max_turns = 1 if cfg.mode == "cot" else int(s.max_turns)
+                        cat.name, menus_tools, groups, s.n_distractors, rng)))
+            max_turns = 1 if cfg.mode == "cot" else s.max_turns
             turn_params = params if cfg.mode != "cot" else SamplingParams(
-                max_new_tokens=int(s.cot_max_new_tokens), temperature=params.temperature, top_p=params.top_p,
+                max_new_tokens=s.cot_max_new_tokens, temperature=params.temperature, top_p=params.top_p,
                 seed=params.seed)
-            run_episodes(user, convs, turn_params, max_turns, sandbox, sandbox_cm[1],
-                              int(s.max_tool_output_chars))
+            run_episodes(user, convs, turn_params, max_turns, sandbox, sandbox_cm[1], s.max_tool_output_chars)
             for conv in convs:
                 cat, it = by_key[conv.key]
-                log.add({**question_row(cat, it, conv, int(s.log_chars)),
+                log.add({**question_row(cat, it, conv, s.log_chars),
                          "tool_source": tool_rows.get(cat.name, {}).get("source") if cfg.mode != "cot" else None})
             bar.update(len(chunk))
     bar.close()
     return write_rg_summary(out, cfg, identity, [log.rows[k] for k in by_key], tool_rows, source=source)
 
 
-def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], source: ItemSource, cats: list[Any],
+def _run_baseline(cfg: RgEval, out: Path, identity: dict[str, Any], source: ItemSource, cats: list[Any],
                   questions: dict[str, list[Any]], user: Any, load: Any) -> dict:
     """An inference-time tool-making method (rg.baselines) over the same questions, sandbox and summary."""
     from smith.evals.common import EpisodeLog
@@ -204,7 +195,7 @@ def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], source: 
     log = EpisodeLog(out / "episodes.jsonl", key="key")
     by_name = {c.name: c for c in cats}
     keys = [f"{c.name}/{it.id}" for c in cats for it in questions[c.name]]
-    writer = user if identity["writer"] == str(cfg.model) else load(identity["writer"])
+    writer = user if identity["writer"] == cfg.model else load(identity["writer"])
     sandbox, limits = _sandbox(cfg)
     with sandbox:
         ctx = baselines.Context(
@@ -215,4 +206,4 @@ def _run_baseline(cfg: DictConfig, out: Path, identity: dict[str, Any], source: 
     return write_rg_summary(out, cfg, identity, [log.rows[k] for k in keys], tool_rows, {"baseline": block}, source)
 
 
-SUITE = Suite("rg", check, run)  # the suite interface (smith.evals)
+SUITE = Suite("rg", check, run, RgEval)  # the suite interface (smith.evals)

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any, Protocol
 
 from smith.errors import ConfigError
 from smith.tasks import Item
+
+if TYPE_CHECKING:
+    from .config import RgEval
 
 
 class ItemSource(Protocol):
     """The questions an rg-style run evaluates."""
 
-    def check(self, cfg: DictConfig) -> None:
+    def check(self, cfg: RgEval) -> None:
         """The source's own settings, before any model loads (ConfigError on a bad one)."""
 
     def categories(self) -> list[Any]:
@@ -41,36 +42,35 @@ class ReasoningGym:
     """rg's own source: the catalog's categories of `suite.splits`, hard-band questions and easy examples,
     both drawn with `suite.seed` (smith.tasks.items)."""
 
-    def __init__(self, cfg: DictConfig) -> None:
+    def __init__(self, cfg: RgEval) -> None:
         self.s = cfg.suite
-        self.limit = cfg.get("limit")
+        self.limit = cfg.limit
 
-    def check(self, cfg: DictConfig) -> None:
+    def check(self, cfg: RgEval) -> None:
         from smith.tasks import load_catalog
 
-        if int(self.s.seed) == int(self.s.train_seed):
+        if self.s.seed == self.s.train_seed:
             raise ConfigError(f"suite.seed={self.s.seed} equals the training seed suite.train_seed; held-out items "
                               "need another seed")
-        if self.s.get("categories"):
+        if self.s.categories:
             load_catalog().check_names(self.s.categories, "suite.categories")
 
     def categories(self) -> list[Any]:
         from smith.tasks import load_catalog
 
-        wanted = list(self.s.categories) if self.s.get("categories") else None
+        wanted = list(self.s.categories) if self.s.categories else None
         return [c for c in load_catalog().categories
                 if c.split in self.s.splits and (wanted is None or c.name in wanted)]
 
     def questions(self, cat: Any, n: int | None) -> list[Item]:
         from smith.tasks import items
 
-        return items(cat, str(self.s.band), int(n if n is not None else self.s.n_items), int(self.s.seed),
-                     self.s.get("cache_dir"))
+        return items(cat, self.s.band, n if n is not None else self.s.n_items, self.s.seed, self.s.cache_dir)
 
     def examples(self, cat: Any, n: int) -> list[Item]:
         from smith.tasks import items
 
-        return items(cat, "easy", n, int(self.s.seed), self.s.get("cache_dir"))
+        return items(cat, "easy", n, self.s.seed, self.s.cache_dir)
 
     def headline(self, summary: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         from .metrics import PAPER_COLUMNS, paper_row
@@ -98,7 +98,7 @@ class FileSource:
     `load(path, cfg)` turns one file into Items whose `category` names a key of `groups` (category -> group);
     every category is an `unseen` one (out of domain). Questions keep file order."""
 
-    def __init__(self, cfg: DictConfig, load: Callable[[str, DictConfig], list[Item]], groups: dict[str, str],
+    def __init__(self, cfg: RgEval, load: Callable[[str, RgEval], list[Item]], groups: dict[str, str],
                  scorer: Callable[[str, dict[str, Any]], bool]) -> None:
         self.cfg, self.load_file, self.scorer = cfg, load, scorer
         self.groups = groups
@@ -106,11 +106,11 @@ class FileSource:
 
     def _load(self, key: str) -> list[Item]:
         if key not in self._items:
-            path = self.cfg.suite.get(key)
+            path = getattr(self.cfg.suite, key)
             if not path:
                 raise ConfigError(f"suite {self.cfg.suite.name} needs suite.{key}=PATH (see docs/evaluation.md)")
             try:
-                self._items[key] = self.load_file(str(path), self.cfg)
+                self._items[key] = self.load_file(path, self.cfg)
             except FileNotFoundError:
                 raise ConfigError(f"suite.{key}={path}: no such file") from None
             except (ValueError, KeyError, TypeError) as e:
@@ -120,7 +120,7 @@ class FileSource:
                 raise ConfigError(f"suite.{key}={path} has items of unknown categories {unknown}")
         return self._items[key]
 
-    def check(self, cfg: DictConfig) -> None:
+    def check(self, cfg: RgEval) -> None:
         held = self._load("data")
         if not held:
             raise ConfigError(f"suite.data={cfg.suite.data} holds no questions")
@@ -165,20 +165,20 @@ class FileSuite:
     """An out-of-domain suite (tabmwp, gqa) as the suite interface: its files as a `FileSource`, checked and run
     by the rg runner. The benchmark module supplies only its loader, category groups and scorer."""
 
-    def __init__(self, load: Callable[[str, DictConfig], list[Item]], groups: dict[str, str],
+    def __init__(self, load: Callable[[str, RgEval], list[Item]], groups: dict[str, str],
                  scorer: Callable[[str, dict[str, Any]], bool]) -> None:
         self.load, self.groups, self.scorer = load, groups, scorer
 
-    def source(self, cfg: DictConfig) -> FileSource:
+    def source(self, cfg: RgEval) -> FileSource:
         return FileSource(cfg, self.load, self.groups, self.scorer)
 
-    def check(self, cfg: DictConfig) -> list[tuple[str, str]]:
+    def check(self, cfg: RgEval) -> list[tuple[str, str]]:
         """rg's checks with the benchmark's files (they must load); returns the model SPECs the run loads."""
         from smith.evals import rg
 
         return rg.check(cfg, self.source(cfg))
 
-    def run(self, cfg: DictConfig, backends: dict[str, Any] | None = None) -> dict:
+    def run(self, cfg: RgEval, backends: dict[str, Any] | None = None) -> dict:
         """Run (or resume) the suite through the rg runner; returns the summary."""
         from smith.evals import rg
 

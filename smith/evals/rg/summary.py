@@ -4,16 +4,17 @@ and the label a run gets in tables."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any
 
 from .baselines import METHODS
 from .metrics import accuracy_table
 from .sources import ItemSource, ReasoningGym
 
+if TYPE_CHECKING:
+    from .config import RgEval
 
-def write_rg_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows: list[dict[str, Any]],
+
+def write_rg_summary(out: Path, cfg: RgEval, identity: dict[str, Any], rows: list[dict[str, Any]],
                      tool_rows: dict[str, dict[str, Any]], extra: dict[str, Any] | None = None,
                      source: ItemSource | None = None) -> dict:
     """summary.json (results schema: macro and group accuracies, the accuracy over all questions, mean I/O tokens
@@ -33,7 +34,7 @@ def write_rg_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows:
     for r in rows:
         correct.setdefault(r["category"], []).append(float(r["correct"]))
         groups[r["category"]], splits[r["category"]] = r["group"], r["split"]
-    table = accuracy_table(correct, groups, splits, int(cfg.suite.bootstrap), int(cfg.seed))
+    table = accuracy_table(correct, groups, splits, cfg.suite.bootstrap, cfg.seed)
 
     def mean_tokens(sel: list[dict[str, Any]]) -> dict[str, float | None]:
         if not sel:
@@ -56,10 +57,10 @@ def write_rg_summary(out: Path, cfg: DictConfig, identity: dict[str, Any], rows:
                          "built_ok": sum(bool(r["ok"]) for r in build)}, **(extra or {}),
     }
     metrics = _metrics(table, rows, tokens["all"])
-    overall = bootstrap([float(r["correct"]) for r in rows], n_resamples=int(cfg.suite.bootstrap), seed=int(cfg.seed))
+    overall = bootstrap([float(r["correct"]) for r in rows], n_resamples=cfg.suite.bootstrap, seed=cfg.seed)
     metrics["overall"] = common.metric(overall["value"], overall["lo"], overall["hi"], len(rows), "bootstrap-95",
                                        overall["se"])  # over all questions: the paper's out-of-domain numbers
-    summary = common.write_summary(out, cfg, metrics, details, label=cfg.suite.get("label") or _label(identity))
+    summary = common.write_summary(out, cfg, metrics, details, label=cfg.suite.label or _label(identity))
     cat_rows = [{"category": c, "group": v["group"], "split": v["split"], "n": v["n"],
                  "accuracy": 100 * v["value"], "95% CI": f"[{100 * v['lo']:.1f}, {100 * v['hi']:.1f}]",
                  "in/out tokens": f"{v['input_tokens']:,.0f} / {v['output_tokens']:,.0f}",

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig, OmegaConf
-
+from smith.config import as_plain
 from smith.episodes import Episode
 from smith.models.base import ChatBackend, Generation, SamplingParams
 from smith.models.chat_format import without_reasoning
@@ -31,6 +30,9 @@ from smith.rollout.prompts import USE_SYSTEM
 from smith.toolspec import ToolSpec, parse_response
 
 from ..episodes import COT_SYSTEM, run_episodes
+
+if TYPE_CHECKING:
+    from ..config import RgEval
 
 # method -> (module, paper label); modules load lazily so `rg.MODES` costs no imports
 METHODS: dict[str, tuple[str, str]] = {
@@ -83,7 +85,7 @@ class Budget:
 class Context:
     """What a method needs from the rg run, and the meters it reports through."""
 
-    cfg: DictConfig
+    cfg: RgEval
     user: ChatBackend
     writer: ChatBackend
     sandbox: Any
@@ -98,12 +100,13 @@ class Context:
     stops: dict[str, int] = field(default_factory=lambda: {"build": 0, "question": 0})
 
     @property
-    def opts(self) -> DictConfig:
-        return self.cfg.suite.baselines[self.cfg.mode]
+    def opts(self) -> Any:
+        """The method's options, `suite.baselines.<mode>` (rg.config: LatmConfig, CraftConfig, ...)."""
+        return getattr(self.cfg.suite.baselines, self.cfg.mode)
 
     def budget(self, scope: str) -> Budget:
-        b = self.opts.budget[scope]
-        return Budget(None if b.calls is None else int(b.calls), None if b.tokens is None else int(b.tokens))
+        b = getattr(self.opts.budget, scope)
+        return Budget(b.calls, b.tokens)
 
     def allows(self, scope: str, spend: Spend) -> bool:
         """Whether `spend` leaves room in the `scope` budget; a refusal is counted (summary: budget_stops)."""
@@ -115,8 +118,7 @@ class Context:
     def params(self, kind: str = "use") -> SamplingParams:
         s = self.cfg.suite
         tokens = {"use": s.max_new_tokens, "build": s.build_max_new_tokens, "cot": s.cot_max_new_tokens}[kind]
-        return SamplingParams(max_new_tokens=int(tokens), temperature=float(s.temperature), top_p=float(s.top_p),
-                              seed=int(self.cfg.seed))
+        return SamplingParams(max_new_tokens=tokens, temperature=s.temperature, top_p=s.top_p, seed=self.cfg.seed)
 
     def chat(self, backend: ChatBackend, convs: list[list[dict[str, Any]]], spends: Sequence[Spend],
              kind: str = "build") -> list[str]:
@@ -133,9 +135,8 @@ class Context:
         if not episodes:
             return
         s = self.cfg.suite
-        turns = 1 if kind == "cot" else int(s.max_turns)
-        run_episodes(backend, episodes, self.params(kind), turns, self.sandbox, self.limits,
-                     int(s.max_tool_output_chars))
+        turns = 1 if kind == "cot" else s.max_turns
+        run_episodes(backend, episodes, self.params(kind), turns, self.sandbox, self.limits, s.max_tool_output_chars)
         for e, sp in zip(episodes, spends, strict=True):
             sp.add_episode(e)
 
@@ -144,7 +145,7 @@ class Context:
         whole spend as its I/O tokens and the method's own fields."""
         from ..episodes import question_row
 
-        row = question_row(cat, item, episode, int(self.cfg.suite.log_chars))
+        row = question_row(cat, item, episode, self.cfg.suite.log_chars)
         row.update(prompt_tokens=spend.prompt_tokens, completion_tokens=spend.completion_tokens, llm_calls=spend.calls,
                    tool_source=self.cfg.mode, **extra)
         self.log.add(row)
@@ -198,7 +199,7 @@ def solved(cat: Any, e: Episode, item: Any, through_tool: bool = True) -> bool:
     return (not through_tool or bool(called(e))) and cat.score(e.answer or "", item) >= 1.0
 
 
-def run(cfg: DictConfig, ctx: Context) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+def run(cfg: RgEval, ctx: Context) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Run the method `cfg.mode` names; returns the per-category build rows for the rg summary and the
     summary's `baseline` block (options, budgets, spend, budget stops and the method's own statistics)."""
     import importlib
@@ -210,6 +211,6 @@ def run(cfg: DictConfig, ctx: Context) -> tuple[dict[str, dict[str, Any]], dict[
     total = Spend()
     for sp in ctx.build_spend.values():
         total += sp
-    block = {"method": label, "options": OmegaConf.to_container(ctx.opts, resolve=True), "build": asdict(total),
+    block = {"method": label, "options": as_plain(ctx.opts), "build": asdict(total),
              "budget_stops": dict(ctx.stops), **stats}
     return tool_rows, block

@@ -80,7 +80,7 @@ def create(ctx: Context, cats: list[Any]) -> None:
     problem in toolsets.jsonl, with what it cost."""
     jobs = []  # per problem: its state through the steps
     for cat in cats:
-        for item in ctx.train_items(cat.name, int(ctx.opts.n_train)):
+        for item in ctx.train_items(cat.name, ctx.opts.n_train):
             if f"{cat.name}/{item.id}" not in ctx.store:
                 jobs.append({"cat": cat, "item": item, "tool": None, "stage": "generate", "spend": Spend()})
 
@@ -165,16 +165,16 @@ def retrieve(ctx: Context, scorer: Any, toolset: list[dict[str, Any]], question:
         return []
     k = ctx.opts.k_view
     names, doc = plan
-    views = [([doc] if doc else [], [r["tool"]["schema"].get("description", "") for r in toolset], int(k.explanation)),
+    views = [([doc] if doc else [], [r["tool"]["schema"].get("description", "") for r in toolset], k.explanation),
              ([n.replace("_", " ") for n in names], [r["tool"]["function_name"].replace("_", " ") for r in toolset],
-              int(k.name)),
-             ([question], [r["question"] for r in toolset], int(k.query))]
+              k.name),
+             ([question], [r["question"] for r in toolset], k.query)]
     votes: Counter[int] = Counter()
     for queries, docs, top in views:
         if queries:
             for row in scorer.score(queries, docs):
                 votes.update(int(i) for i in np.argsort(-row, kind="stable")[:top])
-    return [i for i, n in votes.most_common(int(ctx.opts.top_k)) if n >= int(ctx.opts.min_votes)]
+    return [i for i, n in votes.most_common(ctx.opts.top_k) if n >= ctx.opts.min_votes]
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -193,7 +193,7 @@ def run(ctx: Context) -> dict[str, Any]:
     texts = ctx.chat(ctx.user, [[{"role": "user", "content": RETRIEVE.format(question=it.question)}]
                                 for _, it, _ in asked], [sp for _, _, sp in asked], kind="use")
     plans = {key_of(c, it): _plan(t) for (c, it, _), t in zip(asked, texts, strict=True)}
-    scorer = make_scorer(str(ctx.opts.scorer))
+    scorer = make_scorer(ctx.opts.scorer)
     episodes, picked = [], []
     for cat, item, _ in jobs:
         idx = retrieve(ctx, scorer, toolset, item.question, plans.get(key_of(cat, item), ([], "")))

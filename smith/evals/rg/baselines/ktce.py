@@ -163,7 +163,7 @@ def create(ctx: Context, st: dict[str, Any]) -> None:
     text = ctx.chat(ctx.writer, [[{"role": "user", "content": KNOWLEDGE.format(problems=_problems(st["train"]))}]],
                     [st["spend"]])[0]
     topic = re.search(r"Topic:\s*(.+)", text)
-    points = [p.strip() for p in re.findall(r"^\s*-\s*(.+)$", text, re.M)][: int(ctx.opts.max_tools)]
+    points = [p.strip() for p in re.findall(r"^\s*-\s*(.+)$", text, re.M)][: ctx.opts.max_tools]
     st["knowledge"] = {"topic": topic.group(1).strip() if topic else "", "key_points": points}
     texts = ctx.chat(ctx.writer, [[{"role": "user", "content": TOOL.format(
         topic=st["knowledge"]["topic"], point=p, problems=_problems(st["train"]))}] for p in points],
@@ -182,13 +182,13 @@ def act(ctx: Context, st: dict[str, Any], stats: dict[str, Any], wrong: str) -> 
     removed: list[str] = []
     if tools and ctx.allows("build", st["spend"]):
         reply = ctx.chat(ctx.writer, [[{"role": "user", "content": DELETE.format(
-            tsc=stats["TSC"], ta=stats["TA"], max_delete=int(o.max_delete), wrong=wrong,
+            tsc=stats["TSC"], ta=stats["TA"], max_delete=o.max_delete, wrong=wrong,
             tools=_listing(tools, stats=True))}]], [st["spend"]])[0]
-        drop = _numbers(reply, len(tools))[: int(o.max_delete)]
+        drop = _numbers(reply, len(tools))[: o.max_delete]
         removed = [tools[i]["function_name"] for i in drop]
         st["tools"] = tools = [t for i, t in enumerate(tools) if i not in drop]
-    weak = [i for i, t in enumerate(tools) if t["Freq"] >= int(o.mutate_min_freq)
-            and t["TSR"] / t["Freq"] <= float(o.mutate_max_success) and ctx.allows("build", st["spend"])]
+    weak = [i for i, t in enumerate(tools) if t["Freq"] >= o.mutate_min_freq
+            and t["TSR"] / t["Freq"] <= o.mutate_max_success and ctx.allows("build", st["spend"])]
     texts = ctx.chat(ctx.writer, [[{"role": "user", "content": MODIFY.format(
         freq=tools[i]["Freq"], rate=100 * tools[i]["TSR"] / tools[i]["Freq"], code=tools[i]["code"],
         failures="\n\n".join(f"Question: {f['question']}\nExpected answer: {f['expected']}\nCalls: "
@@ -213,7 +213,7 @@ def evolve(ctx: Context, st: dict[str, Any]) -> None:
 
     o = ctx.opts
     rollbacks, wrong, previous = 0, "", None
-    for it in range(int(o.max_iter) + 1):
+    for it in range(o.max_iter + 1):
         stats = evaluate(ctx, st)
         step = {"iter": it, **stats}
         st["iterations"].append(step)
@@ -223,11 +223,11 @@ def evolve(ctx: Context, st: dict[str, Any]) -> None:
             wrong = (f"\n\nPreviously removing {st['iterations'][-2]['actions']['removed']} and rewriting "
                      f"{st['iterations'][-2]['actions']['mutated']} lowered coverage or accuracy; avoid such actions.")
             st["tools"], stats = copy.deepcopy(previous[0]), previous[1]
-            if rollbacks >= int(o.max_rollbacks):
+            if rollbacks >= o.max_rollbacks:
                 break
         else:
             rollbacks, wrong = 0, ""
-        if it == int(o.max_iter) or not ctx.allows("build", st["spend"]):
+        if it == o.max_iter or not ctx.allows("build", st["spend"]):
             break
         previous = (copy.deepcopy(st["tools"]), stats)
         step["actions"] = act(ctx, st, stats, wrong)
@@ -238,7 +238,7 @@ def run(ctx: Context) -> dict[str, Any]:
         if cat.name in ctx.store:
             ctx.build_spend[cat.name] = Spend(**ctx.store.rows[cat.name]["spend"])
             continue
-        st = {"cat": cat, "train": ctx.train_items(cat.name, int(ctx.opts.n_train)), "tools": [], "iterations": [],
+        st = {"cat": cat, "train": ctx.train_items(cat.name, ctx.opts.n_train), "tools": [], "iterations": [],
               "spend": ctx.build_spend.setdefault(cat.name, Spend())}
         create(ctx, st)
         evolve(ctx, st)

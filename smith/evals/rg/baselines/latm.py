@@ -56,14 +56,14 @@ def _use_cases(cases: list[tuple[Any, Any]], limit: int) -> list[dict[str, Any]]
 def make_tools(ctx: Context, cats: list[Any]) -> None:
     """Propose -> verify (-> fix) per category, all categories batched per step; rows go to toolsets.jsonl."""
     o = ctx.opts
-    k, v = int(o.n_demos), int(o.n_valid)
+    k, v = o.n_demos, o.n_valid
     state: dict[str, dict[str, Any]] = {}
     for cat in cats:
         examples = ctx.train_items(cat.name, k + v)
         state[cat.name] = {"cat": cat, "demos": examples[:k], "valid": examples[k:], "attempts": [],
                            "messages": build_messages(examples[:k]), "tool": None, "cases": []}
         ctx.build_spend[cat.name] = Spend()
-    for _ in range(int(o.max_attempts)):
+    for _ in range(o.max_attempts):
         open_ = [st for st in state.values()
                  if st["tool"] is None and ctx.allows("build", ctx.build_spend[st["cat"].name])]
         if not open_:
@@ -89,7 +89,7 @@ def make_tools(ctx: Context, cats: list[Any]) -> None:
             runs = [(item, ep) for (owner, item), ep in zip(owners, episodes, strict=True) if owner is st]
             good = [(item, ep) for item, ep in runs if solved(st["cat"], ep, item)]
             bad = [(item, ep) for item, ep in runs if not solved(st["cat"], ep, item)]
-            passed = len(good) >= float(o.verify_threshold) * len(runs) and bool(runs)
+            passed = len(good) >= o.verify_threshold * len(runs) and bool(runs)
             st["attempts"].append({"stage": "verify", "function_name": tool.tool.function_name, "passed": len(good),
                                    "of": len(runs), "verified": passed})
             if passed:
@@ -100,7 +100,7 @@ def make_tools(ctx: Context, cats: list[Any]) -> None:
     for name, st in state.items():
         tool = st["tool"]
         ctx.store.add({"key": name, "category": name, "verified": tool is not None, "attempts": st["attempts"],
-                       "tool": tool_row(tool, use_cases=_use_cases(st["cases"], int(o.wrap_examples)))
+                       "tool": tool_row(tool, use_cases=_use_cases(st["cases"], o.wrap_examples))
                        if tool is not None else None, "spend": vars(ctx.build_spend[name]).copy()})
 
 

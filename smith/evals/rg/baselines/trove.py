@@ -79,7 +79,7 @@ def select(cands: list[Candidate]) -> Candidate:
 def solve(ctx: Context, jobs: list[tuple[dict[str, Any], Any, Spend]], modes: list[str]) -> list[Candidate]:
     """Every mode's responses for a batch of (stream, question, spend), mode after mode (a question whose budget
     is spent gets no further mode), and the selected response of each question."""
-    n = int(ctx.opts.n_samples)
+    n = ctx.opts.n_samples
     cands: list[list[Candidate]] = [[] for _ in jobs]
     for mode in modes:
         live = [j for j, (_, _, sp) in enumerate(jobs) if ctx.allows("question", sp) for _ in range(n)]
@@ -148,12 +148,12 @@ def run(ctx: Context) -> dict[str, Any]:
         for (st, item, sp), best in zip(jobs, solve(ctx, jobs, modes), strict=True):
             update(st, i, best)
             st["solutions"][i] = (item, sp, best, False)
-            if (i + 1) % int(o.trim_every) == 0:
+            if (i + 1) % o.trim_every == 0:
                 trim(st, i + 1, float(o.trim_base))
             st["sizes"].append(len(st["box"]))
     for st in streams:
         n = len(ctx.questions[st["cat"].name])
-        if n % int(o.trim_every):
+        if n % o.trim_every:
             trim(st, n, float(o.trim_base))
         redo = sorted(st["trimmed"]) if o.regenerate else []
         jobs = [(st, st["solutions"][i][0], st["solutions"][i][1]) for i in redo]
