@@ -93,14 +93,15 @@ def test_no_demonstration_that_fits_is_a_clear_error(tiny_model_dir, rg_cache, t
 @pytest.mark.slow  # the cold start (192 demonstrations) and 2 SMITH steps of a real 135M model on 2 CPU cores
 def test_real_weights_smoke_run(real_model_dir, tmp_path):
     """`recipe=smollm2-135m` as benchmarks/real_step.py runs it (the recipe's 2 steps), then the run it left."""
-    run = tmp_path / "run"
+    run = tmp_path / "now"  # the run of this checkout's code (no baseline run here)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "benchmarks/real_step.py", "--steps", "2", "--out", str(run), "device=cpu"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run([sys.executable, "benchmarks/real_step.py", "--steps", "2", "--baseline", "none", "--out",
+                           str(tmp_path), "device=cpu"], cwd=ROOT, capture_output=True, text=True, timeout=3600)
     seconds = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("real step ")]
-    assert len(lines) == 2 and re.search(r"^real_step generation=[0-9.]+ .* tokens/s=[0-9.]+", proc.stdout, re.M)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("real step now ")]
+    last = r"^real_step generation=[0-9.]+ .* tokens/s=[0-9.]+ decode_vs_generate=[0-9.]+$"
+    assert len(lines) == 2 and re.search(last, proc.stdout, re.M)
     cold = json.loads((ROOT / "checkpoints" / ".cold-start" / MARKER).read_text())
     assert cold["rows"] == 192 and cold["base_path"] == str(real_model_dir.resolve())
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
