@@ -52,15 +52,15 @@ def _env() -> dict[str, str]:
 
 
 def train_arms(seed: int, steps: int, out: Path, extra: list[str],
-               arms: dict[str, list[str]] | None = None) -> dict[str, Path]:
-    """`recipe=tiny` once per arm (its own overrides after `extra`), the arms side by side, one thread each; by
+               arms: dict[str, list[str]] | None = None, recipe: str = "tiny") -> dict[str, Path]:
+    """`recipe` once per arm (its own overrides after `extra`), the arms side by side, one thread each; by
     default smith and its learning-rate-0 control."""
     arms = arms if arms is not None else {"smith": [], "control": ["dapo.learning_rate=0"]}
     runs = {arm: out / f"seed{seed}-{arm}" for arm in arms}
     procs = {}
     for arm, run in runs.items():
-        args = [sys.executable, "train.py", "recipe=tiny", f"seed={seed}", f"tasks.seed={seed}", f"max_steps={steps}",
-                f"save_every={steps}", f"output_dir={run}", *extra, *arms[arm]]
+        args = [sys.executable, "train.py", f"recipe={recipe}", f"seed={seed}", f"tasks.seed={seed}",
+                f"max_steps={steps}", f"save_every={steps}", f"output_dir={run}", *extra, *arms[arm]]
         log = (out / f"seed{seed}-{arm}.log").open("w")
         procs[arm] = subprocess.Popen(args, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
     for arm, p in procs.items():
@@ -74,14 +74,18 @@ def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
     return correct / n
 
 
-def held_out_counts(run: Path, steps: int, items: int, out: Path) -> tuple[int, int]:
-    """On the run's own categories, with as many distractors as its use menus had (at most 2)."""
-    dest = out / f"{run.name}-rg"
-    categories = yaml.safe_load((run / "config.yaml").read_text())["tasks"]["categories"]
-    args = [sys.executable, "eval.py", "suite=rg", "mode=build_use", f"model={run / f'checkpoint-{steps}'}",
-            f"suite.categories=[{','.join(categories)}]", "suite.splits=[seen]",
-            f"suite.n_distractors={min(2, len(categories) - 1)}",
-            f"limit={items}", f"output_dir={dest}"]
+def held_out_counts(run: Path, steps: int, items: int, out: Path, model: str | None = None,
+                    categories: list[str] | None = None, name: str = "") -> tuple[int, int]:
+    """(right, asked) on the run's own categories (or `categories`), with as many distractors as its use menus had
+    (at most 2), of the run's final checkpoint (or `model`)."""
+    dest = out / f"{name or run.name}-rg"
+    # null: every seen category (smith.train.data)
+    trained = yaml.safe_load((run / "config.yaml").read_text())["tasks"]["categories"] or []
+    categories = categories or trained
+    args = [sys.executable, "eval.py", "suite=rg", "mode=build_use", f"model={model or run / f'checkpoint-{steps}'}",
+            f"suite.categories=[{','.join(categories)}]" if categories else "suite.categories=null",
+            "suite.splits=[seen,unseen]" if categories else "suite.splits=[seen]",
+            f"suite.n_distractors={min(2, len(trained) - 1) if trained else 2}", f"limit={items}", f"output_dir={dest}"]
     subprocess.run(args, cwd=ROOT, env=_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cells = json.loads((dest / "summary.json").read_text())["details"]["categories"].values()
     return sum(c["correct"] for c in cells), sum(c["n"] for c in cells)

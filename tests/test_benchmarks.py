@@ -6,6 +6,7 @@ warm_sft.py and learning.py take minutes even at small sizes (learning.py runs u
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import sys
@@ -62,3 +63,18 @@ def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ablations.py"), "--steps", "5"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--steps must be at least 10" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.slow  # two 2-step runs, three held-out evaluations: about 4 minutes on 2 cores
+def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
+    """benchmarks/real_learning.py's whole pipeline on the tiny random model (its numbers mean nothing there): both
+    arms, the held-out accuracies of smith, the control and the starting model, the table and the last line."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "real_learning.py"), "--recipe", "tiny-random",
+                           "--seeds", "1", "--steps", "2", "--eval-items", "1", "--unseen", "count_bits", "--out",
+                           str(tmp_path), "tasks.categories=[lcm,spell_backward]"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=1200, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"^\| 1 \| [-+][0-9.]+ \|", proc.stdout, re.M)
+    assert "held-out build_use, unseen: smith" in proc.stdout
+    assert re.search(r"^real learning paired_min=[-0-9.]+ heldout_smith=[0-9.]+ heldout_control=[0-9.]+ "
+                     r"heldout_cold=[0-9.]+ seeds=1$", proc.stdout.splitlines()[-1])
