@@ -146,7 +146,8 @@ class SmithTrainer(GRPOTrainer):
         }
         for axis in AXES:
             out[f"r_{axis}"] = [s.rewards[axis] for s in ordered]
-        if self.accelerator.num_processes == 1:  # a group may span ranks: elsewhere every row is scored
+        # a group may span ranks, and vLLM's importance-sampling metrics read every row: there every row is scored
+        if self.accelerator.num_processes == 1 and not (self.use_vllm and self.vllm_importance_sampling_correction):
             self._scored_rows = self._estimate(ordered, self.args.dynamic_sampling).keep
         return out
 
