@@ -65,7 +65,9 @@ def read_steps(out: Path, samples: int, arm: str) -> dict[str, float]:
 def run_baseline(rev: str, steps: int, out: Path, overrides: list[str]) -> None:
     """The same command with the code at `rev`, in a temporary worktree of this repository."""
     tree = Path(tempfile.mkdtemp(prefix="real-step-baseline-")) / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev], check=True)
+    if subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev]).returncode:
+        raise SystemExit(f"error: no git revision {rev} here to compare with (a shallow clone?); "
+                         "give --baseline REV or --baseline none")
     try:
         subprocess.run([sys.executable, str(tree / "benchmarks" / "real_step.py"), "--steps", str(steps), "--out",
                         str(out), *overrides], cwd=tree, check=True)
