@@ -152,8 +152,8 @@ def test_the_in_place_cache_decodes_as_transformers_generate(backend):
 def test_a_next_turn_prefills_only_the_tokens_it_adds(backend):
     """An episode's next turn (the last call's prompt and reply, then a tool's output) reuses the keys and values of
     the previous call's row: only the new tokens are prefilled, and the tokens and logprobs are those of a backend
-    that prefills everything. Changed weights (an optimizer step bumps their versions) or another adapter void
-    the kept rows."""
+    that prefills everything; a prompt sharing only a prefix with a kept row reuses that prefix. Changed weights
+    (an optimizer step bumps their versions) or another adapter void the kept rows."""
     prompts = [backend.render(c) for c in CONVS]
     greedy = SamplingParams(max_new_tokens=30, temperature=0.0)
     widths = []
@@ -172,6 +172,14 @@ def test_a_next_turn_prefills_only_the_tokens_it_adds(backend):
         for a, b in zip(again, alone, strict=True):
             assert a.completion_ids == b.completion_ids
             assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
+        # a prompt sharing only a prefix with a kept row (a re-rendered conversation): the rest is prefilled
+        backend.continue_ids(prompts, greedy)
+        other = [p[:-2] + tool for p in prompts]
+        widths.clear()
+        shared = backend.continue_ids(other, greedy)
+        assert widths[0] == (3, len(tool))
+        fresh = HFBackend(backend.model, backend.tokenizer).continue_ids(other, greedy)
+        assert [g.completion_ids for g in shared] == [g.completion_ids for g in fresh]
         backend.continue_ids(prompts, greedy)
         with torch.no_grad():
             backend.model.get_output_embeddings().weight.mul_(1.0)  # the same values, a new version

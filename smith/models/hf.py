@@ -93,35 +93,41 @@ class _GrowingLayer(DynamicLayer):
 
 
 class _PrefixCache:
-    """The keys and values of the rows of a backend's last generation call, so that the next turn of an episode
-    (its prompt: the last call's prompt, the reply, the tool's output) prefills only the tokens it added, as vLLM's
-    automatic prefix caching does. Valid only for the weights and adapter they were computed with: `state` is the
-    adapter and every parameter's version counter (an optimizer step or a re-sync bumps them)."""
+    """The keys and values of the rows of a backend's last generation call, so that a prompt sharing a prefix with
+    one of them prefills only the rest, as vLLM's automatic prefix caching does: an episode's next turn (the last
+    call's prompt, the reply, the tool's output), or a re-rendered conversation (the evaluator's next turn shares
+    its system, tools and question). Causal attention makes a prefix's keys and values independent of what follows
+    it. Valid only for the weights and adapter they were computed with: `state` is the adapter and every
+    parameter's version counter (an optimizer step or a re-sync bumps them)."""
 
     LIMIT_BYTES = 1 << 30  # rows past it are not kept (they are prefilled again, as without the cache)
+    MIN_SHARED = 16  # a shorter common prefix is prefilled again (not worth a cache copy)
 
     def __init__(self) -> None:
         self.state: Any = None
-        self.rows: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]] = []  # (tokens, per layer K, V)
-        self.fresh: list[tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]]] = []
+        self.rows: list[tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]] = []  # (tokens, per layer K, V)
+        self.fresh: list[tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]] = []
         self.fresh_bytes = 0
 
-    def find(self, prompt: list[int], state: Any) -> tuple[list[int], list[tuple[torch.Tensor, torch.Tensor]]] | None:
-        """The longest kept row whose tokens start `prompt` and leave at least one token of it to prefill."""
-        if state != self.state:
+    def find(self, prompt: list[int], state: Any) -> tuple[int, list[tuple[torch.Tensor, torch.Tensor]]] | None:
+        """The kept row sharing the longest prefix with `prompt` (at least MIN_SHARED tokens, and one token of the
+        prompt left to prefill): (the prefix's length, that row's per-layer keys and values)."""
+        if state != self.state or not self.rows:
             return None
-        best = None
+        ids = torch.tensor(prompt[:-1])
+        best: tuple[int, list[tuple[torch.Tensor, torch.Tensor]]] | None = None
         for tokens, layers in self.rows:
-            n = len(tokens)
-            if n < len(prompt) and (best is None or n > len(best[0])) and prompt[n - 1] == tokens[-1] \
-                    and prompt[:n] == tokens:
-                best = (tokens, layers)
+            n = min(len(ids), len(tokens))
+            differ = (ids[:n] != tokens[:n]).nonzero()
+            shared = int(differ[0]) if len(differ) else n
+            if shared >= self.MIN_SHARED and (best is None or shared > best[0]):
+                best = (shared, layers)
         return best
 
     def keep(self, tokens: list[int], layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         size = sum(k.numel() * k.element_size() * 2 for k, _ in layers)
         if self.fresh_bytes + size <= self.LIMIT_BYTES:
-            self.fresh.append((tokens, layers))
+            self.fresh.append((torch.tensor(tokens), layers))
             self.fresh_bytes += size
 
     def settle(self, state: Any) -> None:
@@ -286,15 +292,15 @@ class HFBackend(TokenBackend):
     def _generate(self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator, state: Any
                   ) -> list[Generation]:
         """Each distinct prompt is prefilled once and its cache copied to the rows that repeat it (a GRPO group's G
-        samples, a use group's first turn), then every row decodes in one batch. A prompt that continues a row of
-        the previous call (an episode's next turn) prefills only its new tokens (`_PrefixCache`); every row's cache
-        is kept for the next call."""
+        samples, a use group's first turn), then every row decodes in one batch. A prompt that shares a prefix with
+        a row of the previous call (an episode's next turn) prefills only the rest (`_PrefixCache`); every row's
+        cache is kept for the next call."""
         device = self._device()
         first: dict[tuple[int, ...], int] = {}
         rows = [first.setdefault(tuple(p), len(first)) for p in prompts]  # each row's distinct prompt
         distinct = [list(p) for p in first]
         found = [self._prefixes.find(p, state) for p in distinct]
-        held = [len(f[0]) if f else 0 for f in found]  # tokens whose keys and values are already known
+        held = [f[0] if f else 0 for f in found]  # tokens whose keys and values are already known
         room = max(held)
         width = max(len(p) - h for p, h in zip(distinct, held, strict=True))
         # each row: [pad][its held tokens][pad][its new tokens], the pads masked out (positions count real tokens)
@@ -309,7 +315,7 @@ class HFBackend(TokenBackend):
                 values = torch.zeros_like(keys)
                 for r, (f, h) in enumerate(zip(found, held, strict=True)):
                     if f:
-                        keys[r, :, room - h:], values[r, :, room - h:] = f[1][j]
+                        keys[r, :, room - h:], values[r, :, room - h:] = (t[:, :h] for t in f[1][j])
                 cache.update(keys, values, j)
         logits = self._forward(ids, mask, cache)
         if len(first) < len(prompts):
