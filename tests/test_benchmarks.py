@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("lots_scoring.py", ["--requests", "1", "--repeats", "1"], r"lots scoring speedup=([0-9.]+)"),
     ("evaluator_batch.py", ["--builds", "2", "--questions", "4", "--rounds", "1", "--max-new-tokens", "64"],
      r"speedup=([0-9.]+)"),
+    ("kv_cache.py", ["--model", "tiny", "--batch", "2", "--context", "32", "--steps", "4", "--rounds", "1"],
+     r"kv_cache batch=2 context=32 dynamic_ms=[0-9.]+ in_place_ms=[0-9.]+ ratio=([0-9.]+)"),
 ])
 def test_benchmark_prints_its_ratio(script, args, ratio):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, capture_output=True,
