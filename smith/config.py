@@ -68,6 +68,8 @@ class ColdConfig:
     batch_size: int = knob(4, "demonstrations per optimizer step", min=1)
     lora_r: int = knob(16, "rank of the cold start's LoRA (merged into the weights RL starts from)", min=1)
     max_tokens: int = knob(768, "demonstrations longer than this many tokens are left out", min=1)
+    seed: int = knob(0, "seed of the demonstration draw and the SFT; not the run's `seed`, so runs at different "
+                     "seeds (a learning benchmark's arms and seeds) start from one cold start")
     dir: str = knob("checkpoints/.cold-start", "where the cold-started model is built (cached by base and settings)")
 
 

@@ -48,7 +48,7 @@ def test_cold_rows_hold_rewarded_replies_in_the_real_models_fallback_format(real
 
     tok = AutoTokenizer.from_pretrained(real_model_dir)
     assert not chat_format(tok).native_tools  # SmolLM2's template has no tool support: smith's fallback renders
-    rows = cold_rows(tok, ColdConfig(demos=24, max_tokens=600), seed=0, cache_dir=str(rg_cache))
+    rows = cold_rows(tok, ColdConfig(demos=24, max_tokens=600), cache_dir=str(rg_cache))
     assert len(rows) == 24
     replies = []
     for row in rows:
@@ -81,6 +81,10 @@ def test_cold_start_is_merged_cached_and_rebuilt_when_its_settings_change(tiny_m
     assert (path / "model.safetensors").stat().st_mtime_ns == stamp
     again = ColdConfig(demos=4, batch_size=2, max_tokens=4096, learning_rate=2e-2)
     assert build_cold_start(tiny_model_dir, path, again, cache_dir=str(rg_cache), progress=False)[1]
+    # its own seed is part of the key; the run's seed is not (load_policy passes only `cold.*`)
+    reseeded = ColdConfig(demos=4, batch_size=2, max_tokens=4096, learning_rate=2e-2, seed=1)
+    assert build_cold_start(tiny_model_dir, path, reseeded, cache_dir=str(rg_cache), progress=False)[1]
+    assert json.loads((path / MARKER).read_text())["key"]["seed"] == 1
 
 
 def test_no_demonstration_that_fits_is_a_clear_error(tiny_model_dir, rg_cache, tmp_path):

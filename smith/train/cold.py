@@ -38,14 +38,14 @@ def base_identity(base: str | os.PathLike) -> str:
     return str(Path(base).resolve())
 
 
-def cold_rows(tok: Any, s: ColdConfig, seed: int, cache_dir: str | None) -> list[dict[str, list[int]]]:
+def cold_rows(tok: Any, s: ColdConfig, cache_dir: str | None) -> list[dict[str, list[int]]]:
     """`s.demos` SFT rows of rewarded demonstrations no longer than `s.max_tokens`, loss on the model's tokens."""
     from smith.train.warm import demonstrations, render
 
     rows: list[dict[str, list[int]]] = []
     drawn = 0
     while len(rows) < s.demos:
-        batch, _ = demonstrations(4 * s.demos, seed + drawn, cache_dir=cache_dir)
+        batch, _ = demonstrations(4 * s.demos, s.seed + drawn, cache_dir=cache_dir)
         drawn += 1
         for demo in batch:
             if demo.right:
@@ -57,11 +57,11 @@ def cold_rows(tok: Any, s: ColdConfig, seed: int, cache_dir: str | None) -> list
     return rows[: s.demos]
 
 
-def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdConfig, seed: int = 0,
+def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdConfig,
                      cache_dir: str | None = None, on_gpu: bool = False, dtype: str = "float32",
                      progress: bool = True) -> tuple[Path, bool]:
     """Build (or reuse) the cold-started model of `base` at `path`. Returns (path, built_now)."""
-    key = {"version": COLD_VERSION, "base": base_identity(base), "seed": seed, **asdict(s)}
+    key = {"version": COLD_VERSION, "base": base_identity(base), **asdict(s)}
     key.pop("dir", None)
 
     def build(tmp: Path) -> None:
@@ -75,7 +75,7 @@ def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdCo
 
         t0 = time.perf_counter()
         tok = AutoTokenizer.from_pretrained(base)
-        rows = cold_rows(tok, s, seed, cache_dir)
+        rows = cold_rows(tok, s, cache_dir)
         torch_dtype = getattr(torch, dtype) if on_gpu else torch.float32
         model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype)
         model = get_peft_model(model, LoraConfig(r=s.lora_r, lora_alpha=2 * s.lora_r, lora_dropout=0.0,
@@ -83,7 +83,7 @@ def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdCo
         args = sft_args(tmp / "sft", on_gpu=on_gpu, dtype=dtype, num_train_epochs=s.epochs,
                         per_device_train_batch_size=s.batch_size, learning_rate=s.learning_rate,
                         lr_scheduler_type="cosine", warmup_steps=min(10, len(rows) // (4 * s.batch_size)),
-                        weight_decay=0.0, logging_steps=5, seed=seed, data_seed=seed, disable_tqdm=not progress)
+                        weight_decay=0.0, logging_steps=5, seed=s.seed, data_seed=s.seed, disable_tqdm=not progress)
         trainer = LearntPositionsSFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
                                             processing_class=tok)
         loss = trainer.train().training_loss

@@ -53,7 +53,7 @@ def load_policy(conf: TrainConfig, on_gpu: bool) -> tuple[Any, Any, str]:
         from smith.train.cold import build_cold_start
 
         with PartialState().main_process_first():
-            path = str(build_cold_start(path, conf.cold.dir, conf.cold, seed=conf.seed, cache_dir=conf.tasks.cache_dir,
+            path = str(build_cold_start(path, conf.cold.dir, conf.cold, cache_dir=conf.tasks.cache_dir,
                                         on_gpu=on_gpu, dtype=m.dtype)[0].resolve())
     dtype = getattr(torch, m.dtype) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
