@@ -16,7 +16,7 @@ paired = mean over the last 5 steps of smith's (evaluation + use reward) minus t
 the seeds; heldout_* = right / asked on the seen categories, pooled over the seeds (the cold start's once).
 Not run in CI: on 2 CPU cores a seed of 20 steps takes about an hour.
 
-    python benchmarks/real_learning.py [--seeds 501 502 503] [--steps 20] [--eval-items 20]
+    python benchmarks/real_learning.py [--seeds 501 502 503] [--steps 20] [--eval-items 20] [--unseen-items 10]
         [--unseen CATEGORY ...] [--recipe smollm2-135m] [--cold-demos 96] [--out DIR] [overrides ...]
 """
 
@@ -38,8 +38,10 @@ from smith.curves import read_metrics  # noqa: E402
 from smith.entry import train_config  # noqa: E402
 from smith.train.progress import paired_gap, window_means  # noqa: E402
 
+# the judge off (above); refill; the self evaluator re-synced every step, graded on the output of the call it makes
+# in its first turn (an answer turn would only repeat it); K = 4; no KL term (DAPO's, and a quarter of a CPU update)
 LOOP = ["judge.kind=none", "dapo.dynamic_sampling=refill", "evaluator.kind=self", "evaluator.sync_every=1",
-        "build.k_heldout=4"]
+        "evaluator.max_turns=1", "build.k_heldout=4", "dapo.beta=0"]
 
 
 def wilson(right: int, n: int) -> str:
@@ -53,7 +55,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[501, 502, 503])
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--eval-items", type=int, default=20, help="held-out questions per category")
+    ap.add_argument("--eval-items", type=int, default=20, help="held-out questions per seen category")
+    ap.add_argument("--unseen-items", type=int, default=10, help="held-out questions per unseen category")
     ap.add_argument("--unseen", nargs="*", default=["count_bits", "bitwise_arithmetic"],
                     help="unseen categories to report")
     ap.add_argument("--recipe", default="smollm2-135m")
@@ -80,13 +83,13 @@ def main() -> None:
             cells = [f"{window_means(rows[arm], key, True) or 0:.2f} -> {window_means(rows[arm], key, False) or 0:.2f}"
                      for arm in rows]
             print(f"  {key:<26} {cells[0]:>14} | {cells[1]:>14}")
-        acc = {}
+        acc, items = {}, {"seen": a.eval_items, "unseen": a.unseen_items}
         for split, categories in (("seen", None), ("unseen", a.unseen)):
             for arm, run in runs.items():
-                acc[arm, split] = held_out_counts(run, a.steps, a.eval_items, out, categories=categories,
+                acc[arm, split] = held_out_counts(run, a.steps, items[split], out, categories=categories,
                                                   name=f"{run.name}-{split}")
             if (key := ("cold", split)) not in cold:  # the cold start's own, once
-                cold[key] = held_out_counts(runs["smith"], a.steps, a.eval_items, out, model=start,
+                cold[key] = held_out_counts(runs["smith"], a.steps, items[split], out, model=start,
                                             categories=categories, name=f"cold-{split}")
             acc["cold", split] = cold[key]
         for arm in ("smith", "control"):

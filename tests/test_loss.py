@@ -208,3 +208,21 @@ def test_the_no_grad_forwards_score_only_the_rows_the_loss_keeps(tiny_model_dir,
     assert rows == [B, 2]  # every row, then the two kept, then no forward at all
     assert torch.allclose(some[[0, 3]], every[[0, 3]], atol=1e-5)
     assert some[[1, 2]].abs().sum() == 0 and none.shape == every.shape and none.abs().sum() == 0
+
+
+def test_a_learning_rate_0_control_runs_no_loss_forward(tiny_model_dir, tmp_path):
+    """The benchmarks' control (`dapo.learning_rate=0`) could not change a weight: its loss is a constant 0 that
+    backpropagates to no parameter, without a forward of the model."""
+    trainer = _trainer(tiny_model_dir, tmp_path, "per_kind")
+    batch = _batch(trainer.model.config.vocab_size)
+    rows = []
+    hook = trainer.model.register_forward_pre_hook(lambda _m, _args, kw: rows.append(kw["input_ids"].shape[0]),
+                                                   with_kwargs=True)
+    trainer.args.learning_rate = 0.0
+    try:
+        loss = trainer._compute_loss(trainer.model, batch)
+        loss.backward()
+    finally:
+        hook.remove()
+    assert rows == [] and loss.item() == 0.0
+    assert all(p.grad is None for p in trainer.model.parameters())
