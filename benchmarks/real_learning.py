@@ -39,9 +39,10 @@ from smith.entry import train_config  # noqa: E402
 from smith.train.progress import paired_gap, window_means  # noqa: E402
 
 # the judge off (above); refill; the self evaluator re-synced every step, graded on the output of the call it makes
-# in its first turn (an answer turn would only repeat it); K = 4; no KL term (DAPO's, and a quarter of a CPU update)
+# in its first turn (an answer turn would only repeat it); K = 4; no KL term (DAPO's, and a quarter of a CPU update);
+# the update in micro-batches of 2 completions (8 at once held 22 GB of activations and was killed on a 24 GB machine)
 LOOP = ["judge.kind=none", "dapo.dynamic_sampling=refill", "evaluator.kind=self", "evaluator.sync_every=1",
-        "evaluator.max_turns=1", "build.k_heldout=4", "dapo.beta=0"]
+        "evaluator.max_turns=1", "build.k_heldout=4", "dapo.beta=0", "dapo.gradient_accumulation_steps=4"]
 
 
 def wilson(right: int, n: int) -> str:
