@@ -59,6 +59,17 @@ def test_roles_prints_each_roles_row():
                         r"evaluator_agrees=\S+ judge_parsed=\S+ judge_auc=\S+", last), last
 
 
+def test_build_probe_prints_a_row_per_category():
+    """benchmarks/build_probe.py (the per-category build table of docs/training.md) on the shipped warm model."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "build_probe.py"), "tiny-warm", "lcm",
+                           "spell_backward", "--samples", "2", "--questions", "2", "--max-new-tokens", "160"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = proc.stdout.strip().splitlines()
+    assert [r.split()[0] for r in rows[:2]] == ["lcm", "spell_backward"] and " greedy " in rows[0]
+    assert re.fullmatch(r"build_probe right=\d/4 parsed=\d/4 greedy_right=\d/2", rows[-1]), rows[-1]
+
+
 def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
     """benchmarks/ablations.py imports its arms and learning.py's runner; a run without two 5-step windows is a
     usage error, not a table of NaNs (the table itself is docs/training.md's, an hour on 2 cores)."""
