@@ -62,14 +62,16 @@ def main() -> None:
                     help="unseen categories to report")
     ap.add_argument("--recipe", default="smollm2-135m")
     ap.add_argument("--cold-demos", type=int, default=96,
-                    help="the cold start's size (its own cold.dir): 96 leaves RL room, 192 writes the tools already")
+                    help="the cold start's size (its own cold.dir): 96 leaves RL room, 192 writes the tools already; "
+                         "0: the recipe's own")
     ap.add_argument("--out", default=None, help="where runs go (default: a temporary directory)")
     ap.add_argument("overrides", nargs="*", help="train.py overrides for both arms, after the loop's own")
     a = ap.parse_args()
     out = Path(a.out or tempfile.mkdtemp(prefix="smith-real-learning-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"runs in {out}", flush=True)
-    extra = [*LOOP, f"cold.demos={a.cold_demos}", f"cold.dir=checkpoints/.cold-start-{a.cold_demos}", *a.overrides]
+    own = [f"cold.demos={a.cold_demos}", f"cold.dir=checkpoints/.cold-start-{a.cold_demos}"] if a.cold_demos else []
+    extra = [*LOOP, *own, *a.overrides]
     conf = train_config([f"recipe={a.recipe}", *extra])
     start = str(Path(conf.cold.dir).resolve()) if conf.cold.demos > 0 else conf.model.name_or_path
     totals = {arm: [0, 0] for arm in ("smith", "control", "cold")}

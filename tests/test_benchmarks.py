@@ -82,10 +82,10 @@ def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
 def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     """benchmarks/real_learning.py's whole pipeline on the tiny random model (its numbers mean nothing there): both
     arms, the held-out accuracies of smith, the control and the starting model, the table and the last line."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "real_learning.py"), "--recipe", "tiny-random",
-                           "--seeds", "1", "--steps", "2", "--eval-items", "1", "--unseen", "count_bits", "--out",
-                           str(tmp_path), "tasks.categories=[lcm,spell_backward]"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=1200, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    args = ["--recipe", "tiny-random", "--seeds", "1", "--steps", "2", "--eval-items", "1", "--unseen", "count_bits",
+            "--cold-demos", "0", "--out", str(tmp_path), "tasks.categories=[lcm,spell_backward]"]
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "real_learning.py"), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1200, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert re.search(r"^\| 1 \| [-+][0-9.]+ \|", proc.stdout, re.M)
     assert "held-out build_use, unseen: smith" in proc.stdout
