@@ -38,13 +38,12 @@ from smith.curves import (  # noqa: E402
     read_metrics,
     rolled_out,
 )
-from smith.train.progress import COLUMNS, WINDOW, learning_gain, paired_gap, window_means  # noqa: E402
+from smith.train.progress import COLUMNS, late_drop, learning_gain, paired_gap, window_means  # noqa: E402
 
 
-def best_window(rows: list[dict], key: str, n: int = WINDOW) -> float:
-    """The highest mean of `key` over `n` consecutive steps that rolled out a batch."""
-    values = [number(r.get(key)) or 0.0 for r in rolled_out(rows)]
-    return max(sum(values[i:i + n]) / n for i in range(max(len(values) - n + 1, 1)))
+def use_drop(rows: list[dict]) -> float:
+    """The use reward's best 5-step mean minus its last 5 (`late_drop`), over the steps that rolled out a batch."""
+    return late_drop([number(r.get("rewards/use/mean")) or 0.0 for r in rolled_out(rows)])
 
 
 def _env() -> dict[str, str]:
@@ -95,7 +94,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--eval-items", type=int, default=10, help="held-out questions per category")
+    ap.add_argument("--eval-items", type=int, default=10,
+                    help="held-out questions per category (0: no held-out evaluation, its column reads nan)")
     ap.add_argument("--out", default=None, help="where runs go (default: a temporary directory)")
     ap.add_argument("overrides", nargs="*", help="extra train.py overrides for both arms")
     a = ap.parse_args()
@@ -120,10 +120,11 @@ def main() -> None:
             gains[arm].append(learning_gain(rows[arm]))
             use_last[arm].append(window_means(rows[arm], "rewards/use/mean", False) or 0.0)
         paired.append(paired_gap(rows["smith"], rows["control"]))
-        drop = {arm: best_window(rows[arm], "rewards/use/mean") - use_last[arm][-1] for arm in rows}
+        drop = {arm: use_drop(rows[arm]) for arm in rows}
         drops.append(drop["smith"])
         kls.append(window_means(rows["smith"], "kl", False) or 0.0)
-        acc = {arm: held_out_accuracy(run, a.steps, a.eval_items, out) for arm, run in runs.items()}
+        acc = {arm: held_out_accuracy(run, a.steps, a.eval_items, out) if a.eval_items else float("nan")
+               for arm, run in runs.items()}
         print(f"  gain (eval+use, last5 - first5): smith {gains['smith'][-1]:+.3f}  control "
               f"{gains['control'][-1]:+.3f}  paired (smith - control, last 5) {paired[-1]:+.3f}")
         print(f"  use reward, last 5: smith {use_last['smith'][-1]:.3f}  control {use_last['control'][-1]:.3f}; "

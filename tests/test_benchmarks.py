@@ -5,6 +5,7 @@ warm_sft.py and learning.py take minutes even at small sizes (learning.py runs u
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -91,3 +92,41 @@ def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     assert "held-out build_use, unseen: smith" in proc.stdout
     assert re.search(r"^real learning paired_min=[-0-9.]+ heldout_smith=[0-9.]+ heldout_control=[0-9.]+ "
                      r"heldout_cold=[0-9.]+ seeds=1$", proc.stdout.splitlines()[-1])
+
+
+def _control_run(path: Path, outcomes: list[tuple[str, float]]) -> Path:
+    """A run directory with one use task per (category, reward) a step (its 2 episodes both earn the reward), and
+    the metrics rows of those steps."""
+    path.mkdir()
+    rollouts, metrics = [], []
+    for step, pair in enumerate(zip(outcomes[::2], outcomes[1::2], strict=True), start=1):
+        for i, (category, reward) in enumerate(pair):
+            rollouts += [{"step": step, "key": f"use:{2 * step + i}", "kind": "use", "category": category,
+                          "rewards": {"use": reward}}] * 2
+        metrics.append({"step": step, "loss": 0.0, "reward": 0.0,
+                        "rewards/use/mean": sum(r for _, r in pair) / 2})
+    (path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in metrics))
+    return path
+
+
+def test_window_noise_separates_a_fixed_task_stream_from_a_noisy_one(tmp_path):
+    """benchmarks/window_noise.py: tasks that all earn the same reward never fail the collapse check; all-or-nothing
+    tasks (half 0, half 1.5) fail it at 2 tasks a step and pass it more often with more tasks; a run's own drop is
+    read from its metrics (here 1.5: its best windows earn 1.5, its last 0)."""
+    def run(*dirs):
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "window_noise.py"), *map(str, dirs),
+                               "--tasks", "2", "32", "--runs", "100"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stdout
+
+    flat = _control_run(tmp_path / "flat", [("lcm", 1.0), ("prime_factorization", 1.0)] * 30)
+    assert run(flat).splitlines()[-1] == "window_noise tasks=2 pass=1.000 pass5=1.000 tasks_for_pass5=2"
+    noisy = _control_run(tmp_path / "noisy", [("lcm", 1.5), ("prime_factorization", 1.5)] * 15
+                         + [("lcm", 0.0), ("prime_factorization", 0.0)] * 15)
+    out = run(noisy)
+    assert "best 5-step mean minus the last 5 1.50 (fails)" in out
+    shares = re.search(r"\| 2 \| ([0-9.]+) \|.*\n\| 32 \| ([0-9.]+) \|", out)
+    assert shares and float(shares.group(1)) < 0.5 < float(shares.group(2)), out
+    assert re.search(r"window_noise tasks=2 pass=0\.[0-4]\d* pass5=[0-9.]+ tasks_for_pass5=(32|none)$", out), out

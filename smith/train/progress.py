@@ -101,6 +101,13 @@ def paired_gap(rows: list[dict[str, Any]], control: list[dict[str, Any]], n: int
     return sum(a[s] - b[s] for s in steps) / len(steps)
 
 
+def late_drop(values: list[float], n: int = WINDOW) -> float:
+    """The best mean of `n` consecutive values minus the mean of the last `n`: how far a run's reward fell from its
+    best window by the end (issue 42's collapse check on the use reward)."""
+    windows = [sum(values[i:i + n]) / n for i in range(max(len(values) - n + 1, 1))]
+    return max(windows) - windows[-1]
+
+
 class WandbConfig(TrainerCallback):
     """smith's whole config in the wandb run's config (TRL's WandbCallback, which runs first, sends only
     GRPOConfig's), under the key `smith`."""

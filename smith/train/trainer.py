@@ -108,6 +108,12 @@ class SmithTrainer(GRPOTrainer):
         self._generated: list[Sample] = []  # every episode of the step, in the order the rollout returned them
         self._scored_rows: torch.Tensor | None = None  # the step's rows its no-grad forwards must score (`_rollout`)
 
+    @property
+    def frozen(self) -> bool:
+        """A learning-rate-0 run (the learning benchmarks' control): no step of it can change a weight, so it computes
+        no loss and its no-grad forwards score no row."""
+        return self.args.learning_rate == 0
+
     def sync_copy(self) -> None:
         """The evaluator/judge copy := the policy (every rank), and into vLLM when it serves the adapters."""
         sync_evaluator(self.accelerator.unwrap_model(self.model))
@@ -148,8 +154,8 @@ class SmithTrainer(GRPOTrainer):
             out[f"r_{axis}"] = [s.rewards[axis] for s in ordered]
         # a group may span ranks, and vLLM's importance-sampling metrics read every row: there every row is scored
         if self.accelerator.num_processes == 1 and not (self.use_vllm and self.vllm_importance_sampling_correction):
-            keep = self._estimate(ordered, self.args.dynamic_sampling).keep
-            self._scored_rows = keep if self.args.learning_rate > 0 else torch.zeros_like(keep)  # no loss reads them
+            self._scored_rows = (torch.zeros(len(ordered), dtype=torch.bool) if self.frozen
+                                 else self._estimate(ordered, self.args.dynamic_sampling).keep)
         return out
 
     def _maybe_sync(self, step: int) -> float:
@@ -344,9 +350,9 @@ class SmithTrainer(GRPOTrainer):
         down-weight the use half. One call to TRL's loss, so its metrics are logged once per micro-step: each
         token's mask weight is N / N_kind (N = N_build + N_use), which over TRL's DAPO denominator N gives each
         kind's sum over its own count; TRL's masked means (entropy, clip ratios) are weighted the same way.
-        Under a token-sum loss the rows without a kept token (a dropped group's) are left out first. A
-        learning-rate-0 run (the benchmarks' control) computes no loss: no step of it could change a weight."""
-        if self.args.learning_rate == 0:
+        Under a token-sum loss the rows without a kept token (a dropped group's) are left out first. A `frozen`
+        run computes none."""
+        if self.frozen:
             return torch.zeros((), device=self.accelerator.device, requires_grad=True)
         if self.loss_type in TOKEN_SUM_LOSSES:
             kept = has_kept_token(inputs)
