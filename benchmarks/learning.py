@@ -74,9 +74,10 @@ def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
 
 
 def held_out_counts(run: Path, steps: int, items: int, out: Path, model: str | None = None,
-                    categories: list[str] | None = None, name: str = "") -> tuple[int, int]:
+                    categories: list[str] | None = None, name: str = "",
+                    overrides: list[str] | None = None) -> tuple[int, int]:
     """(right, asked) on the run's own categories (or `categories`), with as many distractors as its use menus had
-    (at most 2), of the run's final checkpoint (or `model`)."""
+    (at most 2), of the run's final checkpoint (or `model`); `overrides` go to eval.py last."""
     dest = out / f"{name or run.name}-rg"
     # null: every seen category (smith.train.data)
     trained = yaml.safe_load((run / "config.yaml").read_text())["tasks"]["categories"] or []
@@ -84,7 +85,8 @@ def held_out_counts(run: Path, steps: int, items: int, out: Path, model: str | N
     args = [sys.executable, "eval.py", "suite=rg", "mode=build_use", f"model={model or run / f'checkpoint-{steps}'}",
             f"suite.categories=[{','.join(categories)}]" if categories else "suite.categories=null",
             "suite.splits=[seen,unseen]" if categories else "suite.splits=[seen]",
-            f"suite.n_distractors={min(2, len(trained) - 1) if trained else 2}", f"limit={items}", f"output_dir={dest}"]
+            f"suite.n_distractors={min(2, len(trained) - 1) if trained else 2}", f"limit={items}", f"output_dir={dest}",
+            *(overrides or [])]
     subprocess.run(args, cwd=ROOT, env=_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cells = json.loads((dest / "summary.json").read_text())["details"]["categories"].values()
     return sum(c["correct"] for c in cells), sum(c["n"] for c in cells)

@@ -3,7 +3,9 @@ per seed twice from the one cold start, side by side (one thread each): smith wi
 evaluator re-synced every step, refill) and a learning-rate-0 control on the same task stream. Then held-out
 `build_use` accuracy (`eval.py suite=rg mode=build_use`, 2 distractor tools as in training) of both final
 checkpoints and of the cold start alone, on the trained (seen) categories and on `--unseen` ones, with Wilson 95%
-intervals.
+intervals. The held-out builds are greedy by default; `--heldout-temperature 0.7` samples them at the training
+temperature instead, where a cold start whose greedy builds are already right (SmolLM2's on the seen categories)
+still writes wrong ones, so a gain from sharpening can show.
 
 The judge is off by default (`judge.kind=none`): after the cold start its scores barely separate right from
 wrong tools (AUC 0.56, docs/training.md, "Real weights"), so its axis would add noise. Per seed it prints the
@@ -17,7 +19,8 @@ the seeds; heldout_* = right / asked on the seen categories, pooled over the see
 Not run in CI: on 2 CPU cores a seed of 20 steps takes about an hour.
 
     python benchmarks/real_learning.py [--seeds 501 502 503] [--steps 20] [--eval-items 20] [--unseen-items 10]
-        [--unseen CATEGORY ...] [--recipe smollm2-135m] [--cold-demos 96] [--out DIR] [overrides ...]
+        [--unseen CATEGORY ...] [--heldout-temperature 0] [--recipe smollm2-135m] [--cold-demos 96] [--out DIR]
+        [overrides ...]
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ def main() -> None:
     ap.add_argument("--unseen-items", type=int, default=10, help="held-out questions per unseen category")
     ap.add_argument("--unseen", nargs="*", default=["count_bits", "bitwise_arithmetic"],
                     help="unseen categories to report")
+    ap.add_argument("--heldout-temperature", type=float, default=0.0,
+                    help="the held-out evaluations' sampling temperature (0: greedy)")
     ap.add_argument("--recipe", default="smollm2-135m")
     ap.add_argument("--cold-demos", type=int, default=96,
                     help="the cold start's size (its own cold.dir): 96 leaves RL room, 192 writes the tools already; "
@@ -87,13 +92,14 @@ def main() -> None:
                      for arm in rows]
             print(f"  {key:<26} {cells[0]:>14} | {cells[1]:>14}")
         acc, items = {}, {"seen": a.eval_items, "unseen": a.unseen_items}
+        sampling = [f"suite.temperature={a.heldout_temperature}"]
         for split, categories in (("seen", None), ("unseen", a.unseen)):
             for arm, run in runs.items():
                 acc[arm, split] = held_out_counts(run, a.steps, items[split], out, categories=categories,
-                                                  name=f"{run.name}-{split}")
+                                                  name=f"{run.name}-{split}", overrides=sampling)
             if (key := ("cold", split)) not in cold:  # the cold start's own, once
                 cold[key] = held_out_counts(runs["smith"], a.steps, items[split], out, model=start,
-                                            categories=categories, name=f"cold-{split}")
+                                            categories=categories, name=f"cold-{split}", overrides=sampling)
             acc["cold", split] = cold[key]
         for arm in ("smith", "control"):
             totals[arm][0] += acc[arm, "seen"][0]

@@ -82,9 +82,11 @@ def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
 @pytest.mark.slow  # two 2-step runs, three held-out evaluations: about 4 minutes on 2 cores
 def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     """benchmarks/real_learning.py's whole pipeline on the tiny random model (its numbers mean nothing there): both
-    arms, the held-out accuracies of smith, the control and the starting model, the table and the last line."""
+    arms, the held-out accuracies of smith, the control and the starting model (sampled, as asked), the table and the
+    last line."""
     args = ["--recipe", "tiny-random", "--seeds", "1", "--steps", "2", "--eval-items", "1", "--unseen", "count_bits",
-            "--cold-demos", "0", "--out", str(tmp_path), "tasks.categories=[lcm,spell_backward]"]
+            "--cold-demos", "0", "--heldout-temperature", "0.7", "--out", str(tmp_path),
+            "tasks.categories=[lcm,spell_backward]"]
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "real_learning.py"), *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=1200, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -92,6 +94,9 @@ def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     assert "held-out build_use, unseen: smith" in proc.stdout
     assert re.search(r"^real learning paired_min=[-0-9.]+ heldout_smith=[0-9.]+ heldout_control=[0-9.]+ "
                      r"heldout_cold=[0-9.]+ seeds=1$", proc.stdout.splitlines()[-1])
+    evaluations = sorted(tmp_path.glob("*-rg/summary.json"))
+    assert len(evaluations) == 6  # smith, control and the cold start, seen and unseen
+    assert {json.loads(p.read_text())["config"]["suite"]["temperature"] for p in evaluations} == {0.7}
 
 
 def _control_run(path: Path, outcomes: list[tuple[str, float]]) -> Path:
