@@ -3,9 +3,12 @@ per seed twice from the one cold start, side by side (one thread each): smith wi
 evaluator re-synced every step, refill) and a learning-rate-0 control on the same task stream. Then held-out
 `build_use` accuracy (`eval.py suite=rg mode=build_use`, 2 distractor tools as in training) of both final
 checkpoints and of the cold start alone, on the trained (seen) categories and on `--unseen` ones, with Wilson 95%
-intervals. The held-out builds are greedy by default; `--heldout-temperature 0.7` samples them at the training
-temperature instead, where a cold start whose greedy builds are already right (SmolLM2's on the seen categories)
-still writes wrong ones, so a gain from sharpening can show.
+intervals. The held-out builds are greedy by default. `eval.py`'s build_use mode builds one tool per category and
+asks all of the category's questions with it, so a cold start whose greedy tools are already right (SmolLM2's on the
+seen categories) leaves no room to be beaten. `--heldout-temperature 0.7 --heldout-samples R` samples instead, at the
+training temperature: every held-out evaluation runs R times (eval seeds 0 to R-1, the same questions), each with its
+own sampled tools, and the counts are pooled, so n is R times the questions (the Wilson intervals then treat a
+question's R answers as independent, which holds only as far as its R tools differ: read them as approximate).
 
 The judge is off by default (`judge.kind=none`): after the cold start its scores barely separate right from
 wrong tools (AUC 0.56, docs/training.md, "Real weights"), so its axis would add noise. Per seed it prints the
@@ -19,8 +22,8 @@ the seeds; heldout_* = right / asked on the seen categories, pooled over the see
 Not run in CI: on 2 CPU cores a seed of 20 steps takes about an hour.
 
     python benchmarks/real_learning.py [--seeds 501 502 503] [--steps 20] [--eval-items 20] [--unseen-items 10]
-        [--unseen CATEGORY ...] [--heldout-temperature 0] [--recipe smollm2-135m] [--cold-demos 96] [--out DIR]
-        [overrides ...]
+        [--unseen CATEGORY ...] [--heldout-temperature 0] [--heldout-samples 1] [--recipe smollm2-135m]
+        [--cold-demos 96] [--out DIR] [overrides ...]
 """
 
 from __future__ import annotations
@@ -55,6 +58,17 @@ def wilson(right: int, n: int) -> str:
     return f"{right / n:.2f} [{ci.low:.2f}, {ci.high:.2f}] ({right}/{n})"
 
 
+def pooled_counts(run: Path, steps: int, items: int, out: Path, categories: list[str] | None, name: str,
+                  temperature: float, samples: int, model: str | None = None) -> tuple[int, int]:
+    """`held_out_counts` at `temperature`, pooled over `samples` runs (eval seeds 0 to samples - 1: the same questions,
+    each run with its own sampled tools)."""
+    each = [held_out_counts(run, steps, items, out, model=model, categories=categories,
+                            name=name + (f"-s{i}" if samples > 1 else ""),
+                            overrides=[f"suite.temperature={temperature}", f"seed={i}"])
+            for i in range(samples)]
+    return sum(r for r, _ in each), sum(n for _, n in each)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[501, 502, 503])
@@ -65,6 +79,8 @@ def main() -> None:
                     help="unseen categories to report")
     ap.add_argument("--heldout-temperature", type=float, default=0.0,
                     help="the held-out evaluations' sampling temperature (0: greedy)")
+    ap.add_argument("--heldout-samples", type=int, default=1,
+                    help="runs of each held-out evaluation, each with its own sampled tools (needs a temperature)")
     ap.add_argument("--recipe", default="smollm2-135m")
     ap.add_argument("--cold-demos", type=int, default=96,
                     help="the cold start's size (its own cold.dir): 96 leaves RL room, 192 writes the tools already; "
@@ -72,6 +88,9 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="where runs go (default: a temporary directory)")
     ap.add_argument("overrides", nargs="*", help="train.py overrides for both arms, after the loop's own")
     a = ap.parse_args()
+    if a.heldout_samples < 1 or (a.heldout_samples > 1 and a.heldout_temperature == 0):
+        raise SystemExit("error: --heldout-samples must be 1, or more with a --heldout-temperature above 0 (greedy "
+                         "evaluations repeat the same tools)")
     out = Path(a.out or tempfile.mkdtemp(prefix="smith-real-learning-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"runs in {out}", flush=True)
@@ -92,14 +111,14 @@ def main() -> None:
                      for arm in rows]
             print(f"  {key:<26} {cells[0]:>14} | {cells[1]:>14}")
         acc, items = {}, {"seen": a.eval_items, "unseen": a.unseen_items}
-        sampling = [f"suite.temperature={a.heldout_temperature}"]
+        sampling = (a.heldout_temperature, a.heldout_samples)
         for split, categories in (("seen", None), ("unseen", a.unseen)):
             for arm, run in runs.items():
-                acc[arm, split] = held_out_counts(run, a.steps, items[split], out, categories=categories,
-                                                  name=f"{run.name}-{split}", overrides=sampling)
+                acc[arm, split] = pooled_counts(run, a.steps, items[split], out, categories, f"{run.name}-{split}",
+                                                *sampling)
             if (key := ("cold", split)) not in cold:  # the cold start's own, once
-                cold[key] = held_out_counts(runs["smith"], a.steps, items[split], out, model=start,
-                                            categories=categories, name=f"cold-{split}", overrides=sampling)
+                cold[key] = pooled_counts(runs["smith"], a.steps, items[split], out, categories, f"cold-{split}",
+                                          *sampling, model=start)
             acc["cold", split] = cold[key]
         for arm in ("smith", "control"):
             totals[arm][0] += acc[arm, "seen"][0]

@@ -82,10 +82,10 @@ def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
 @pytest.mark.slow  # two 2-step runs, three held-out evaluations: about 4 minutes on 2 cores
 def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     """benchmarks/real_learning.py's whole pipeline on the tiny random model (its numbers mean nothing there): both
-    arms, the held-out accuracies of smith, the control and the starting model (sampled, as asked), the table and the
-    last line."""
+    arms, the held-out accuracies of smith, the control and the starting model (sampled twice at 0.7, as asked, and
+    pooled), the table and the last line."""
     args = ["--recipe", "tiny-random", "--seeds", "1", "--steps", "2", "--eval-items", "1", "--unseen", "count_bits",
-            "--cold-demos", "0", "--heldout-temperature", "0.7", "--out", str(tmp_path),
+            "--cold-demos", "0", "--heldout-temperature", "0.7", "--heldout-samples", "2", "--out", str(tmp_path),
             "tasks.categories=[lcm,spell_backward]"]
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "real_learning.py"), *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=1200, env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -94,9 +94,12 @@ def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     assert "held-out build_use, unseen: smith" in proc.stdout
     assert re.search(r"^real learning paired_min=[-0-9.]+ heldout_smith=[0-9.]+ heldout_control=[0-9.]+ "
                      r"heldout_cold=[0-9.]+ seeds=1$", proc.stdout.splitlines()[-1])
-    evaluations = sorted(tmp_path.glob("*-rg/summary.json"))
-    assert len(evaluations) == 6  # smith, control and the cold start, seen and unseen
-    assert {json.loads(p.read_text())["config"]["suite"]["temperature"] for p in evaluations} == {0.7}
+    configs = [json.loads(p.read_text())["config"] for p in tmp_path.glob("*-rg/summary.json")]
+    assert len(configs) == 12  # smith, control and the cold start, seen and unseen, twice each
+    assert {c["suite"]["temperature"] for c in configs} == {0.7}
+    assert sorted(c["seed"] for c in configs) == [0] * 6 + [1] * 6
+    seen = re.search(r"held-out build_use, seen: smith [0-9.]+ \[[0-9., ]+\] \(\d+/(\d+)\)", proc.stdout)
+    assert seen and seen.group(1) == "4", proc.stdout[-3000:]  # 2 runs x 1 question x 2 categories, pooled
 
 
 def _control_run(path: Path, outcomes: list[tuple[str, float]]) -> Path:
