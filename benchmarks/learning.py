@@ -34,16 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from smith.curves import (  # noqa: E402
-    number,
     read_metrics,
-    rolled_out,
 )
-from smith.train.progress import COLUMNS, late_drop, learning_gain, paired_gap, window_means  # noqa: E402
-
-
-def use_drop(rows: list[dict]) -> float:
-    """The use reward's best 5-step mean minus its last 5 (`late_drop`), over the steps that rolled out a batch."""
-    return late_drop([number(r.get("rewards/use/mean")) or 0.0 for r in rolled_out(rows)])
+from smith.train.progress import COLUMNS, learning_gain, paired_gap, use_drop, window_means  # noqa: E402
 
 
 def _env() -> dict[str, str]:

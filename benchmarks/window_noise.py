@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from smith.curves import number, read_metrics, rolled_out  # noqa: E402
-from smith.train.progress import late_drop  # noqa: E402
+from smith.curves import number, read_metrics  # noqa: E402
+from smith.train.progress import late_drop, use_drop  # noqa: E402
 
 LIMIT = 0.15  # issue 42's collapse threshold
 
@@ -73,8 +73,7 @@ def main() -> None:
         if not (run / "rollouts.jsonl").is_file():
             raise SystemExit(f"error: {run} has no rollouts.jsonl (a train.py run directory)")
         own = task_means(run)
-        rows = rolled_out(read_metrics(run))
-        drop = late_drop([number(r.get("rewards/use/mean")) or 0.0 for r in rows])
+        drop = use_drop(read_metrics(run))
         counts = ", ".join(f"{c} {len(v)} (mean {sum(v) / len(v):.2f})" for c, v in sorted(own.items()))
         print(f"{run}: use tasks {counts or 'none'}; its own use reward: best 5-step mean minus the last 5 {drop:.2f} "
               f"({'passes' if drop <= LIMIT else 'fails'})")

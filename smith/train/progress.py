@@ -108,6 +108,11 @@ def late_drop(values: list[float], n: int = WINDOW) -> float:
     return max(windows) - windows[-1]
 
 
+def use_drop(rows: list[dict[str, Any]]) -> float:
+    """`late_drop` of the use reward over the steps that rolled out a batch."""
+    return late_drop([number(r.get("rewards/use/mean")) or 0.0 for r in rolled_out(rows)])
+
+
 class WandbConfig(TrainerCallback):
     """smith's whole config in the wandb run's config (TRL's WandbCallback, which runs first, sends only
     GRPOConfig's), under the key `smith`."""
