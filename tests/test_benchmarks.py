@@ -79,11 +79,12 @@ def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
     assert proc.returncode == 2 and "--steps must be at least 10" in proc.stderr, proc.stderr[-2000:]
 
 
-@pytest.mark.slow  # two 2-step runs, three held-out evaluations: about 4 minutes on 2 cores
+@pytest.mark.slow  # two 2-step runs, six held-out evaluations: about 4 minutes on 2 cores
 def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     """benchmarks/real_learning.py's whole pipeline on the tiny random model (its numbers mean nothing there): both
-    arms, the held-out accuracies of smith, the control and the starting model (sampled twice at 0.7, as asked, and
-    pooled), the table and the last line."""
+    arms, the held-out accuracies of smith and the starting model (seen categories sampled twice at 0.7, as asked,
+    and pooled; unseen once), the learning-rate-0 control's taken from the starting model's (its adapter is still
+    zero), the table and the last line."""
     args = ["--recipe", "tiny-random", "--seeds", "1", "--steps", "2", "--eval-items", "1", "--unseen", "count_bits",
             "--cold-demos", "0", "--heldout-temperature", "0.7", "--heldout-samples", "2", "--out", str(tmp_path),
             "tasks.categories=[lcm,spell_backward]"]
@@ -94,10 +95,14 @@ def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     assert "held-out build_use, unseen: smith" in proc.stdout
     assert re.search(r"^real learning paired_min=[-0-9.]+ heldout_smith=[0-9.]+ heldout_control=[0-9.]+ "
                      r"heldout_cold=[0-9.]+ seeds=1$", proc.stdout.splitlines()[-1])
+    assert "the control's adapter is still zero" in proc.stdout
+    last = dict(kv.split("=") for kv in proc.stdout.splitlines()[-1].split()[2:])
+    assert last["heldout_control"] == last["heldout_cold"]
     configs = [json.loads(p.read_text())["config"] for p in tmp_path.glob("*-rg/summary.json")]
-    assert len(configs) == 12  # smith, control and the cold start, seen and unseen, twice each
+    assert not list(tmp_path.glob("*control*-rg"))
+    assert len(configs) == 6  # smith and the cold start: seen twice, unseen once
     assert {c["suite"]["temperature"] for c in configs} == {0.7}
-    assert sorted(c["seed"] for c in configs) == [0] * 6 + [1] * 6
+    assert sorted(c["seed"] for c in configs) == [0] * 4 + [1] * 2
     seen = re.search(r"held-out build_use, seen: smith [0-9.]+ \[[0-9., ]+\] \(\d+/(\d+)\)", proc.stdout)
     assert seen and seen.group(1) == "4", proc.stdout[-3000:]  # 2 runs x 1 question x 2 categories, pooled
 
