@@ -36,7 +36,9 @@ sys.path.insert(0, str(ROOT))
 from smith.curves import (  # noqa: E402
     read_metrics,
 )
+from smith.entry import train_config  # noqa: E402
 from smith.train.progress import COLUMNS, learning_gain, paired_gap, use_drop, window_means  # noqa: E402
+from smith.train.resume import config_changes  # noqa: E402
 
 
 def _env() -> dict[str, str]:
@@ -51,14 +53,29 @@ def train_arms(seed: int, steps: int, out: Path, extra: list[str],
     runs = {arm: out / f"seed{seed}-{arm}" for arm in arms}
     procs = {}
     for arm, run in runs.items():
-        args = [sys.executable, "train.py", f"recipe={recipe}", f"seed={seed}", f"tasks.seed={seed}",
-                f"max_steps={steps}", f"save_every={steps}", f"output_dir={run}", *extra, *arms[arm]]
+        overrides = [f"recipe={recipe}", f"seed={seed}", f"tasks.seed={seed}", f"max_steps={steps}",
+                     f"save_every={steps}", f"output_dir={run}", *extra, *arms[arm]]
+        if finished(run, steps, overrides):
+            print(f"seed {seed}, {arm}: reusing the finished run in {run}", flush=True)
+            continue
+        args = [sys.executable, "train.py", *overrides]
         log = (out / f"seed{seed}-{arm}.log").open("w")
         procs[arm] = subprocess.Popen(args, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
     for arm, p in procs.items():
         if p.wait():
             raise SystemExit(f"error: training {arm} for seed {seed} failed; see {out / f'seed{seed}-{arm}.log'}")
     return runs
+
+
+def finished(run: Path, steps: int, overrides: list[str]) -> bool:
+    """Whether `run` already holds its final checkpoint, trained with these settings: a rerun (say, with another
+    held-out evaluation) reuses it. One trained with other settings is an error, not a silent reuse."""
+    if not (run / f"checkpoint-{steps}").is_dir():
+        return False
+    if diff := config_changes(train_config(overrides), run):
+        raise SystemExit(f"error: {run} holds a finished run with other settings ({'; '.join(diff[:3])}); "
+                         "use another --out")
+    return True
 
 
 def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
@@ -69,8 +86,17 @@ def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:
 def held_out_counts(run: Path, steps: int, items: int, out: Path, model: str | None = None,
                     categories: list[str] | None = None, name: str = "",
                     overrides: list[str] | None = None) -> tuple[int, int]:
-    """(right, asked) on the run's own categories (or `categories`), with as many distractors as its use menus had
-    (at most 2), of the run's final checkpoint (or `model`); `overrides` go to eval.py last."""
+    """(right, asked) of `held_out_cells`, summed over the categories."""
+    cells = held_out_cells(run, steps, items, out, model, categories, name, overrides).values()
+    return sum(r for r, _ in cells), sum(n for _, n in cells)
+
+
+def held_out_cells(run: Path, steps: int, items: int, out: Path, model: str | None = None,
+                   categories: list[str] | None = None, name: str = "",
+                   overrides: list[str] | None = None) -> dict[str, tuple[int, int]]:
+    """{category: (right, asked)} on the run's own categories (or `categories`), with as many distractors as its use
+    menus had (at most 2), of the run's final checkpoint (or `model`); `overrides` go to eval.py last. build_use
+    builds one tool per category, so a category's cell is one tool's."""
     dest = out / f"{name or run.name}-rg"
     # null: every seen category (smith.train.data)
     trained = yaml.safe_load((run / "config.yaml").read_text())["tasks"]["categories"] or []
@@ -81,8 +107,8 @@ def held_out_counts(run: Path, steps: int, items: int, out: Path, model: str | N
             f"suite.n_distractors={min(2, len(trained) - 1) if trained else 2}", f"limit={items}", f"output_dir={dest}",
             *(overrides or [])]
     subprocess.run(args, cwd=ROOT, env=_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cells = json.loads((dest / "summary.json").read_text())["details"]["categories"].values()
-    return sum(c["correct"] for c in cells), sum(c["n"] for c in cells)
+    cells = json.loads((dest / "summary.json").read_text())["details"]["categories"]
+    return {cat: (c["correct"], c["n"]) for cat, c in cells.items()}
 
 
 def main() -> None:

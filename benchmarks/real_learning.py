@@ -6,13 +6,15 @@ checkpoints and of the cold start alone, on the trained (seen) categories and on
 intervals. The held-out builds are greedy by default. `eval.py`'s build_use mode builds one tool per category and
 asks all of the category's questions with it, so a cold start whose greedy tools are already right (SmolLM2's on the
 seen categories) leaves no room to be beaten. `--heldout-temperature 0.7 --heldout-samples R` samples instead, at the
-training temperature: every held-out evaluation runs R times (eval seeds 0 to R-1, the same questions), each with its
-own sampled tools, and the counts are pooled, so n is R times the questions (the Wilson intervals then treat a
-question's R answers as independent, which holds only as far as its R tools differ: read them as approximate). The
-unseen categories are reported, not a target: they are evaluated once. A control whose final adapter is still zero
-(learning rate 0 leaves the fresh LoRA's B matrices at 0) holds the cold start's weights, so it is not evaluated
-again: it takes the cold start's counts (the script checks the adapter and says so). The evaluations run two at a
-time, one thread each.
+training temperature: every held-out evaluation runs R times, run i with eval seed i and question seed 1000 + i
+(`suite.seed`), so each run has its own sampled tools, easy examples and questions (R x `--eval-items` fresh questions
+a category; the arms' run i share theirs), and the counts are pooled. A sampled tool is right or wrong on nearly all
+of its questions, so the tool is the unit of chance: besides the Wilson interval over answers (which treats them as
+independent) every accuracy has a bootstrap interval over its tools, and many samples of few questions each
+measure more than few of many. The unseen categories are reported, not a target: they are evaluated once. A
+control whose final adapter is still zero (learning rate 0 leaves the fresh LoRA's B matrices at 0) holds the cold
+start's weights, so it is not evaluated again: it takes the cold start's counts (the script checks the adapter and
+says so). The evaluations run two at a time, one thread each.
 
 The judge is off by default (`judge.kind=none`): after the cold start its scores barely separate right from
 wrong tools (AUC 0.56, docs/training.md, "Real weights"), so its axis would add noise. Per seed it prints the
@@ -42,12 +44,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from learning import held_out_counts, train_arms  # noqa: E402
+from learning import held_out_cells, train_arms  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
-from scipy.stats import binomtest  # noqa: E402
+from scipy.stats import binomtest, bootstrap  # noqa: E402
 
 from smith.curves import read_metrics  # noqa: E402
 from smith.entry import train_config  # noqa: E402
+from smith.evals.rg.config import RgConfig  # noqa: E402
 from smith.train.progress import paired_gap, window_means  # noqa: E402
 
 # the judge off (above); refill; the self evaluator re-synced every step, graded on the output of the call it makes
@@ -57,27 +60,47 @@ LOOP = ["judge.kind=none", "dapo.dynamic_sampling=refill", "evaluator.kind=self"
         "evaluator.max_turns=1", "build.k_heldout=4", "dapo.beta=0", "dapo.gradient_accumulation_steps=4"]
 
 
-def wilson(right: int, n: int) -> str:
+QUESTION_SEED = RgConfig().seed  # held-out run i draws its questions and examples with QUESTION_SEED + i
+
+
+def total(cells: list[tuple[int, int]]) -> tuple[int, int]:
+    return sum(r for r, _ in cells), sum(n for _, n in cells)
+
+
+def rate(cells: list[tuple[int, int]]) -> float:
+    right, n = total(cells)
+    return right / max(n, 1)
+
+
+def wilson(cells: list[tuple[int, int]]) -> str:
+    """Right / asked with its Wilson 95% interval (answers as independent), then a percentile bootstrap 95%
+    interval that resamples the tools (`cells`: one tool's (right, asked) each)."""
+    right, n = total(cells)
     if n == 0:
         return "- (0 asked)"
     ci = binomtest(right, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return f"{right / n:.2f} [{ci.low:.2f}, {ci.high:.2f}] ({right}/{n})"
+    text = f"{right / n:.2f} [{ci.low:.2f}, {ci.high:.2f}] ({right}/{n})"
+    if len({r / max(k, 1) for r, k in cells}) > 1:  # one tool, or all alike: nothing to resample
+        boot = bootstrap(tuple(zip(*cells, strict=True)), lambda r, k: r.sum() / k.sum(), paired=True,
+                         vectorized=False, method="percentile", random_state=0)
+        text += f", by tool [{boot.confidence_interval.low:.2f}, {boot.confidence_interval.high:.2f}]"
+    return text + f" over {len(cells)} tool{'s' * (len(cells) != 1)}"
 
 
-def pooled_counts(pool: ThreadPoolExecutor, run: Path, steps: int, items: int, out: Path,
+def sampled_cells(pool: ThreadPoolExecutor, run: Path, steps: int, items: int, out: Path,
                   categories: list[str] | None, name: str, temperature: float, samples: int,
                   model: str | None = None) -> list:
-    """`held_out_counts` at `temperature` over `samples` runs (eval seeds 0 to samples - 1: the same questions, each
-    run with its own sampled tools), submitted to `pool`; `pooled` adds them up."""
-    return [pool.submit(held_out_counts, run, steps, items, out, model=model, categories=categories,
-                        name=name + (f"-s{i}" if samples > 1 else ""),
-                        overrides=[f"suite.temperature={temperature}", f"seed={i}"])
+    """`held_out_cells` at `temperature` over `samples` runs submitted to `pool`: run i with eval seed i and
+    question seed QUESTION_SEED + i, its own sampled tools, examples and questions; `tools` lists their cells."""
+    return [pool.submit(held_out_cells, run, steps, items, out, model, categories,
+                        name + (f"-s{i}" if samples > 1 else ""),
+                        [f"suite.temperature={temperature}", f"seed={i}", f"suite.seed={QUESTION_SEED + i}"])
             for i in range(samples)]
 
 
-def pooled(futures: list) -> tuple[int, int]:
-    each = [f.result() for f in futures]
-    return sum(r for r, _ in each), sum(n for _, n in each)
+def tools(futures: list) -> list[tuple[int, int]]:
+    """Every (right, asked) cell of the runs: one per tool built."""
+    return [cell for f in futures for cell in f.result().values()]
 
 
 def unchanged(run: Path, steps: int) -> bool:
@@ -116,7 +139,7 @@ def main() -> None:
     extra = [*LOOP, *own, *a.overrides]
     conf = train_config([f"recipe={a.recipe}", *extra])
     start = str(Path(conf.cold.dir).resolve()) if conf.cold.demos > 0 else conf.model.name_or_path
-    totals = {arm: [0, 0] for arm in ("smith", "control", "cold")}
+    totals: dict[str, list[tuple[int, int]]] = {arm: [] for arm in ("smith", "control", "cold")}
     paired, table = [], []
     cold: dict[str, tuple[int, int]] = {}
     for seed in a.seeds:
@@ -138,37 +161,36 @@ def main() -> None:
                 sampling = (a.heldout_temperature, samples)
                 for arm, run in runs.items():
                     if not (arm == "control" and same):
-                        jobs[arm, split] = pooled_counts(pool, run, a.steps, items, out, categories,
+                        jobs[arm, split] = sampled_cells(pool, run, a.steps, items, out, categories,
                                                          f"{run.name}-{split}", *sampling)
                 if ("cold", split) not in cold:  # the cold start's own, once
-                    jobs["cold", split] = pooled_counts(pool, runs["smith"], a.steps, items, out, categories,
+                    jobs["cold", split] = sampled_cells(pool, runs["smith"], a.steps, items, out, categories,
                                                         f"cold-{split}", *sampling, model=start)
             for key, futures in jobs.items():
-                (cold if key[0] == "cold" else acc)[key] = pooled(futures)
+                (cold if key[0] == "cold" else acc)[key] = tools(futures)
         for split in splits:
             acc["cold", split] = cold["cold", split]
             if same:
                 acc["control", split] = cold["cold", split]
         for arm in ("smith", "control"):
-            totals[arm][0] += acc[arm, "seen"][0]
-            totals[arm][1] += acc[arm, "seen"][1]
+            totals[arm] += acc[arm, "seen"]
         print(f"  paired (smith - control, evaluation + use, last 5): {paired[-1]:+.3f}")
         for split in ("seen", "unseen"):
-            print(f"  held-out build_use, {split}: " + "  ".join(f"{arm} {wilson(*acc[arm, split])}"
+            print(f"  held-out build_use, {split}: " + "  ".join(f"{arm} {wilson(acc[arm, split])}"
                                                                 for arm in ("smith", "control", "cold")))
         table.append(f"| {seed} | {paired[-1]:+.2f} | " + " | ".join(
-            " / ".join(f"{acc[arm, split][0] / max(acc[arm, split][1], 1):.2f}" for arm in ("smith", "control", "cold"))
+            " / ".join(f"{rate(acc[arm, split]):.2f}" for arm in ("smith", "control", "cold"))
             for split in ("seen", "unseen")) + " |")
-    totals["cold"] = list(cold["cold", "seen"])
+    totals["cold"] = cold["cold", "seen"]
     print("\n| seed | paired (smith - control, last 5) | held-out seen (smith / control / cold) | "
           "held-out unseen (smith / control / cold) |")
     print("|---|---|---|---|")
     print("\n".join(table))
     print("\nheld-out build_use on the seen categories, pooled: "
-          + "  ".join(f"{arm} {wilson(*totals[arm])}" for arm in totals))
-    rate = {arm: r / max(n, 1) for arm, (r, n) in totals.items()}
-    print(f"real learning paired_min={min(paired):.3f} heldout_smith={rate['smith']:.3f} "
-          f"heldout_control={rate['control']:.3f} heldout_cold={rate['cold']:.3f} seeds={len(a.seeds)}")
+          + "  ".join(f"{arm} {wilson(totals[arm])}" for arm in totals))
+    rates = {arm: rate(cells) for arm, cells in totals.items()}
+    print(f"real learning paired_min={min(paired):.3f} heldout_smith={rates['smith']:.3f} "
+          f"heldout_control={rates['control']:.3f} heldout_cold={rates['cold']:.3f} seeds={len(a.seeds)}")
 
 
 if __name__ == "__main__":

@@ -83,8 +83,9 @@ def test_ablations_starts_and_refuses_a_run_too_short_to_compare():
 def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     """benchmarks/real_learning.py's whole pipeline on the tiny random model (its numbers mean nothing there): both
     arms, the held-out accuracies of smith and the starting model (seen categories sampled twice at 0.7, as asked,
-    and pooled; unseen once), the learning-rate-0 control's taken from the starting model's (its adapter is still
-    zero), the table and the last line."""
+    each run with its own questions, and pooled; unseen once), with intervals over answers and over tools, the
+    learning-rate-0 control's taken from the starting model's (its adapter is still zero), the table and the last
+    line."""
     args = ["--recipe", "tiny-random", "--seeds", "1", "--steps", "2", "--eval-items", "1", "--unseen", "count_bits",
             "--cold-demos", "0", "--heldout-temperature", "0.7", "--heldout-samples", "2", "--out", str(tmp_path),
             "tasks.categories=[lcm,spell_backward]"]
@@ -103,8 +104,11 @@ def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     assert len(configs) == 6  # smith and the cold start: seen twice, unseen once
     assert {c["suite"]["temperature"] for c in configs} == {0.7}
     assert sorted(c["seed"] for c in configs) == [0] * 4 + [1] * 2
-    seen = re.search(r"held-out build_use, seen: smith [0-9.]+ \[[0-9., ]+\] \(\d+/(\d+)\)", proc.stdout)
+    assert sorted(c["suite"]["seed"] for c in configs) == [1000] * 4 + [1001] * 2  # run i: its own questions
+    seen = re.search(r"held-out build_use, seen: smith [0-9.]+ \[[0-9., ]+\] \(\d+/(\d+)\)(, by tool \[[0-9., ]+\])? "
+                     r"over (\d+) tools", proc.stdout)
     assert seen and seen.group(1) == "4", proc.stdout[-3000:]  # 2 runs x 1 question x 2 categories, pooled
+    assert seen.group(3) == "4"  # a tool per category and run
 
 
 def _control_run(path: Path, outcomes: list[tuple[str, float]]) -> Path:
