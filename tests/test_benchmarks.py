@@ -147,3 +147,21 @@ def test_window_noise_separates_a_fixed_task_stream_from_a_noisy_one(tmp_path):
     shares = re.search(r"\| 2 \| ([0-9.]+) \|.*\n\| 32 \| ([0-9.]+) \|", out)
     assert shares and float(shares.group(1)) < 0.5 < float(shares.group(2)), out
     assert re.search(r"window_noise tasks=2 pass=0\.[0-4]\d* pass5=[0-9.]+ tasks_for_pass5=(32|none)$", out), out
+
+
+def test_a_finished_run_is_reused_only_with_its_own_settings(tmp_path):
+    """benchmarks/learning.py's train_arms skips an arm whose directory holds its final checkpoint trained with the
+    same settings (a rerun for another held-out evaluation trains nothing again); other settings are an error."""
+    from benchmarks.learning import finished
+    from smith.entry import train_config
+    from smith.train.resume import save_config
+
+    run = tmp_path / "seed1-smith"
+    run.mkdir()
+    overrides = ["recipe=tiny-random", "seed=1", "max_steps=2", f"output_dir={run}"]
+    save_config(train_config(overrides), run)
+    assert not finished(run, 2, overrides)  # no final checkpoint yet
+    (run / "checkpoint-2").mkdir()
+    assert finished(run, 2, [*overrides[:-1], f"output_dir={tmp_path / 'elsewhere'}"])  # where it lives may change
+    with pytest.raises(SystemExit, match=r"other settings \(dapo.learning_rate"):
+        finished(run, 2, [*overrides, "dapo.learning_rate=0"])
