@@ -25,7 +25,7 @@ as its last line
 
 paired = mean over the last 5 steps of smith's (evaluation + use reward) minus the control's, its minimum over
 the seeds; heldout_* = right / asked on the seen categories, pooled over the seeds (the cold start's once).
-Not run in CI: on 2 CPU cores a seed of 20 steps takes about an hour.
+Not run in CI: on 2 CPU cores a seed of 20 steps takes about 2 hours (smith's arm; the control is faster).
 
     python benchmarks/real_learning.py [--seeds 501 502 503] [--steps 20] [--eval-items 20] [--unseen-items 10]
         [--unseen CATEGORY ...] [--heldout-temperature 0] [--heldout-samples 1] [--recipe smollm2-135m]
