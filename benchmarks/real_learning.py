@@ -72,7 +72,7 @@ def rate(cells: list[tuple[int, int]]) -> float:
     return right / max(n, 1)
 
 
-def wilson(cells: list[tuple[int, int]]) -> str:
+def accuracy(cells: list[tuple[int, int]]) -> str:
     """Right / asked with its Wilson 95% interval (answers as independent), then a percentile bootstrap 95%
     interval that resamples the tools (`cells`: one tool's (right, asked) each)."""
     right, n = total(cells)
@@ -141,7 +141,7 @@ def main() -> None:
     start = str(Path(conf.cold.dir).resolve()) if conf.cold.demos > 0 else conf.model.name_or_path
     totals: dict[str, list[tuple[int, int]]] = {arm: [] for arm in ("smith", "control", "cold")}
     paired, table = [], []
-    cold: dict[str, tuple[int, int]] = {}
+    cold: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for seed in a.seeds:
         runs = train_arms(seed, a.steps, out, extra, recipe=a.recipe)
         rows = {arm: read_metrics(run) for arm, run in runs.items()}
@@ -176,7 +176,7 @@ def main() -> None:
             totals[arm] += acc[arm, "seen"]
         print(f"  paired (smith - control, evaluation + use, last 5): {paired[-1]:+.3f}")
         for split in ("seen", "unseen"):
-            print(f"  held-out build_use, {split}: " + "  ".join(f"{arm} {wilson(acc[arm, split])}"
+            print(f"  held-out build_use, {split}: " + "  ".join(f"{arm} {accuracy(acc[arm, split])}"
                                                                 for arm in ("smith", "control", "cold")))
         table.append(f"| {seed} | {paired[-1]:+.2f} | " + " | ".join(
             " / ".join(f"{rate(acc[arm, split]):.2f}" for arm in ("smith", "control", "cold"))
@@ -187,7 +187,7 @@ def main() -> None:
     print("|---|---|---|---|")
     print("\n".join(table))
     print("\nheld-out build_use on the seen categories, pooled: "
-          + "  ".join(f"{arm} {wilson(totals[arm])}" for arm in totals))
+          + "  ".join(f"{arm} {accuracy(totals[arm])}" for arm in totals))
     rates = {arm: rate(cells) for arm, cells in totals.items()}
     print(f"real learning paired_min={min(paired):.3f} heldout_smith={rates['smith']:.3f} "
           f"heldout_control={rates['control']:.3f} heldout_cold={rates['cold']:.3f} seeds={len(a.seeds)}")
