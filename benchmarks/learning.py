@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -87,7 +88,12 @@ def held_out_counts(run: Path, steps: int, items: int, out: Path, model: str | N
                     categories: list[str] | None = None, name: str = "",
                     overrides: list[str] | None = None) -> tuple[int, int]:
     """(right, asked) of `held_out_cells`, summed over the categories."""
-    cells = held_out_cells(run, steps, items, out, model, categories, name, overrides).values()
+    return total(held_out_cells(run, steps, items, out, model, categories, name, overrides).values())
+
+
+def total(cells: Iterable[tuple[int, int]]) -> tuple[int, int]:
+    """(right, asked) summed over (right, asked) cells."""
+    cells = list(cells)
     return sum(r for r, _ in cells), sum(n for _, n in cells)
 
 

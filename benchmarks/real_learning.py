@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from learning import held_out_cells, train_arms  # noqa: E402
+from learning import held_out_cells, total, train_arms  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from scipy.stats import binomtest, bootstrap  # noqa: E402
 
@@ -61,10 +61,6 @@ LOOP = ["judge.kind=none", "dapo.dynamic_sampling=refill", "evaluator.kind=self"
 
 
 QUESTION_SEED = RgConfig().seed  # held-out run i draws its questions and examples with QUESTION_SEED + i
-
-
-def total(cells: list[tuple[int, int]]) -> tuple[int, int]:
-    return sum(r for r, _ in cells), sum(n for _, n in cells)
 
 
 def rate(cells: list[tuple[int, int]]) -> float:
