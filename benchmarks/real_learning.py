@@ -11,10 +11,12 @@ training temperature: every held-out evaluation runs R times, run i with eval se
 a category; the arms' run i share theirs), and the counts are pooled. A sampled tool is right or wrong on nearly all
 of its questions, so the tool is the unit of chance: besides the Wilson interval over answers (which treats them as
 independent) every accuracy has a bootstrap interval over its tools, and many samples of few questions each
-measure more than few of many. The unseen categories are reported, not a target: they are evaluated once. A
-control whose final adapter is still zero (learning rate 0 leaves the fresh LoRA's B matrices at 0) holds the cold
-start's weights, so it is not evaluated again: it takes the cold start's counts (the script checks the adapter and
-says so). The evaluations run two at a time, one thread each.
+measure more than few of many. Since the arms' run i share their questions, each seed also prints a sign test over
+the tools, run by run (how often smith's tool answered more of them than the cold start's, how often fewer), and
+the end one over all the seeds' tools. The unseen categories are reported, not a target: they are evaluated once.
+A control whose final adapter is still zero (learning rate 0 leaves the fresh LoRA's B matrices at 0) holds the
+cold start's weights, so it is not evaluated again: it takes the cold start's counts (the script checks the adapter
+and says so). The evaluations run two at a time, one thread each.
 
 The judge is off by default (`judge.kind=none`): after the cold start its scores barely separate right from
 wrong tools (AUC 0.56, docs/training.md, "Real weights"), so its axis would add noise. Per seed it prints the
@@ -94,6 +96,18 @@ def sampled_cells(pool: ThreadPoolExecutor, run: Path, steps: int, items: int, o
             for i in range(samples)]
 
 
+def sign_test(mine: list[tuple[int, int]], theirs: list[tuple[int, int]]) -> str:
+    """Tool by tool (run i's category c in both arms: the same questions and examples), how often the first arm's
+    tool answered more of them and how often fewer, with the exact two-sided sign test's p over those pairs (ties
+    dropped): the held-out comparison with the tool as the unit, since the arms' tools mostly coincide."""
+    if len(mine) != len(theirs):
+        raise ValueError(f"{len(mine)} tools against {len(theirs)}: the arms' runs do not pair up")
+    more = sum(a > b for (a, _), (b, _) in zip(mine, theirs, strict=True))
+    fewer = sum(a < b for (a, _), (b, _) in zip(mine, theirs, strict=True))
+    p = binomtest(more, more + fewer).pvalue if more + fewer else 1.0
+    return f"more right on {more} of {len(mine)} tools, fewer on {fewer}, sign test p={p:.2f}"
+
+
 def tools(futures: list) -> list[tuple[int, int]]:
     """Every (right, asked) cell of the runs: one per tool built."""
     return [cell for f in futures for cell in f.result().values()]
@@ -136,6 +150,7 @@ def main() -> None:
     conf = train_config([f"recipe={a.recipe}", *extra])
     start = str(Path(conf.cold.dir).resolve()) if conf.cold.demos > 0 else conf.model.name_or_path
     totals: dict[str, list[tuple[int, int]]] = {arm: [] for arm in ("smith", "control", "cold")}
+    cold_beside: list[tuple[int, int]] = []  # the cold start's cells again for each seed, beside smith's
     paired, table = [], []
     cold: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for seed in a.seeds:
@@ -170,13 +185,19 @@ def main() -> None:
                 acc["control", split] = cold["cold", split]
         for arm in ("smith", "control"):
             totals[arm] += acc[arm, "seen"]
+        cold_beside += acc["cold", "seen"]
         print(f"  paired (smith - control, evaluation + use, last 5): {paired[-1]:+.3f}")
         for split in ("seen", "unseen"):
             print(f"  held-out build_use, {split}: " + "  ".join(f"{arm} {accuracy(acc[arm, split])}"
                                                                 for arm in ("smith", "control", "cold")))
+        for arm in ("cold",) if same else ("control", "cold"):
+            print(f"  held-out seen, smith against {arm}, run by run: "
+                  + sign_test(acc["smith", "seen"], acc[arm, "seen"]))
         table.append(f"| {seed} | {paired[-1]:+.2f} | " + " | ".join(
             " / ".join(f"{rate(acc[arm, split]):.2f}" for arm in ("smith", "control", "cold"))
             for split in ("seen", "unseen")) + " |")
+    print("\nheld-out seen, smith against the cold start, run by run over the seeds: "
+          + sign_test(totals["smith"], cold_beside))
     totals["cold"] = cold["cold", "seen"]
     print("\n| seed | paired (smith - control, last 5) | held-out seen (smith / control / cold) | "
           "held-out unseen (smith / control / cold) |")

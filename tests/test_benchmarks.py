@@ -109,6 +109,11 @@ def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
                      r"over (\d+) tools", proc.stdout)
     assert seen and seen.group(1) == "4", proc.stdout[-3000:]  # 2 runs x 1 question x 2 categories, pooled
     assert seen.group(3) == "4"  # a tool per category and run
+    assert re.search(r"^  held-out seen, smith against cold, run by run: more right on \d of 4 tools, fewer on \d, "
+                     r"sign test p=[0-9.]+$", proc.stdout, re.M), proc.stdout[-3000:]
+    assert "smith against control" not in proc.stdout  # the same model as the cold start: one comparison
+    assert re.search(r"^held-out seen, smith against the cold start, run by run over the seeds: more right on \d of 4 "
+                     r"tools", proc.stdout, re.M)
 
 
 def _control_run(path: Path, outcomes: list[tuple[str, float]]) -> Path:
@@ -165,3 +170,16 @@ def test_a_finished_run_is_reused_only_with_its_own_settings(tmp_path):
     assert finished(run, 2, [*overrides[:-1], f"output_dir={tmp_path / 'elsewhere'}"])  # where it lives may change
     with pytest.raises(SystemExit, match=r"other settings \(dapo.learning_rate"):
         finished(run, 2, [*overrides, "dapo.learning_rate=0"])
+
+
+def test_the_sign_test_pairs_the_arms_tools_run_by_run():
+    """benchmarks/real_learning.py's held-out comparison with the tool as the unit: ties are dropped, p is the exact
+    two-sided sign test's, and arms whose runs do not pair up are an error, not a comparison."""
+    from benchmarks.real_learning import sign_test
+
+    smith = [(6, 6), (5, 6), (0, 6), (6, 6), (6, 6), (6, 6), (6, 6)]
+    cold = [(0, 6), (5, 6), (6, 6), (0, 6), (0, 6), (0, 6), (0, 6)]
+    assert sign_test(smith, cold) == "more right on 5 of 7 tools, fewer on 1, sign test p=0.22"
+    assert sign_test(smith[1:2], cold[1:2]) == "more right on 0 of 1 tools, fewer on 0, sign test p=1.00"
+    with pytest.raises(ValueError, match="do not pair up"):
+        sign_test(smith, cold[:3])
