@@ -39,7 +39,7 @@ from smith.curves import (  # noqa: E402
 )
 from smith.entry import train_config  # noqa: E402
 from smith.train.progress import COLUMNS, learning_gain, paired_gap, use_drop, window_means  # noqa: E402
-from smith.train.resume import config_changes  # noqa: E402
+from smith.train.resume import CONFIG, config_changes  # noqa: E402
 
 
 def _env() -> dict[str, str]:
@@ -49,18 +49,22 @@ def _env() -> dict[str, str]:
 def train_arms(seed: int, steps: int, out: Path, extra: list[str],
                arms: dict[str, list[str]] | None = None, recipe: str = "tiny") -> dict[str, Path]:
     """`recipe` once per arm (its own overrides after `extra`), the arms side by side, one thread each; by
-    default smith and its learning-rate-0 control."""
+    default smith and its learning-rate-0 control. An arm already finished there is reused, one stopped part way is
+    resumed (train.py refuses either if its settings differ)."""
     arms = arms if arms is not None else {"smith": [], "control": ["dapo.learning_rate=0"]}
     runs = {arm: out / f"seed{seed}-{arm}" for arm in arms}
     procs = {}
     for arm, run in runs.items():
         overrides = [f"recipe={recipe}", f"seed={seed}", f"tasks.seed={seed}", f"max_steps={steps}",
                      f"save_every={steps}", f"output_dir={run}", *extra, *arms[arm]]
-        if finished(run, steps, overrides):
+        state = state_of(run, steps, overrides)
+        if state == "finished":
             print(f"seed {seed}, {arm}: reusing the finished run in {run}", flush=True)
             continue
-        args = [sys.executable, "train.py", *overrides]
-        log = (out / f"seed{seed}-{arm}.log").open("w")
+        if state == "stopped":
+            print(f"seed {seed}, {arm}: resuming the unfinished run in {run}", flush=True)
+        args = [sys.executable, "train.py", *overrides, *([f"resume={run}"] if state == "stopped" else [])]
+        log = (out / f"seed{seed}-{arm}.log").open("a" if state == "stopped" else "w")
         procs[arm] = subprocess.Popen(args, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
     for arm, p in procs.items():
         if p.wait():
@@ -68,15 +72,16 @@ def train_arms(seed: int, steps: int, out: Path, extra: list[str],
     return runs
 
 
-def finished(run: Path, steps: int, overrides: list[str]) -> bool:
-    """Whether `run` already holds its final checkpoint, trained with these settings: a rerun (say, with another
-    held-out evaluation) reuses it. One trained with other settings is an error, not a silent reuse."""
+def state_of(run: Path, steps: int, overrides: list[str]) -> str:
+    """"finished": `run` holds its final checkpoint, trained with these settings (a rerun, say for another held-out
+    evaluation, reuses it; one trained with other settings is an error, not a silent reuse); "stopped": started and
+    not finished (a session's end; it resumes from its last checkpoint, train.py checking its settings); "new"."""
     if not (run / f"checkpoint-{steps}").is_dir():
-        return False
+        return "stopped" if (run / CONFIG).exists() else "new"
     if diff := config_changes(train_config(overrides), run):
         raise SystemExit(f"error: {run} holds a finished run with other settings ({'; '.join(diff[:3])}); "
                          "use another --out")
-    return True
+    return "finished"
 
 
 def held_out_accuracy(run: Path, steps: int, items: int, out: Path) -> float:

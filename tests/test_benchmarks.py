@@ -156,20 +156,22 @@ def test_window_noise_separates_a_fixed_task_stream_from_a_noisy_one(tmp_path):
 
 def test_a_finished_run_is_reused_only_with_its_own_settings(tmp_path):
     """benchmarks/learning.py's train_arms skips an arm whose directory holds its final checkpoint trained with the
-    same settings (a rerun for another held-out evaluation trains nothing again); other settings are an error."""
-    from benchmarks.learning import finished
+    same settings (a rerun for another held-out evaluation trains nothing again), resumes one that started and did
+    not finish (a session's end); a finished run with other settings is an error."""
+    from benchmarks.learning import state_of
     from smith.entry import train_config
     from smith.train.resume import save_config
 
     run = tmp_path / "seed1-smith"
     run.mkdir()
     overrides = ["recipe=tiny-random", "seed=1", "max_steps=2", f"output_dir={run}"]
+    assert state_of(run, 2, overrides) == "new"
     save_config(train_config(overrides), run)
-    assert not finished(run, 2, overrides)  # no final checkpoint yet
+    assert state_of(run, 2, overrides) == "stopped"  # started, no final checkpoint yet
     (run / "checkpoint-2").mkdir()
-    assert finished(run, 2, [*overrides[:-1], f"output_dir={tmp_path / 'elsewhere'}"])  # where it lives may change
+    assert state_of(run, 2, [*overrides[:-1], f"output_dir={tmp_path / 'elsewhere'}"]) == "finished"  # may move
     with pytest.raises(SystemExit, match=r"other settings \(dapo.learning_rate"):
-        finished(run, 2, [*overrides, "dapo.learning_rate=0"])
+        state_of(run, 2, [*overrides, "dapo.learning_rate=0"])
 
 
 def test_the_sign_test_pairs_the_arms_tools_run_by_run():

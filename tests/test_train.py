@@ -369,6 +369,41 @@ def test_an_unreadable_newest_checkpoint_falls_back_to_the_one_before(case, tmp_
     assert last_complete_checkpoint(tmp_path) is None
 
 
+def test_a_fresh_run_into_a_run_directory_is_refused(tmp_path, in_process):
+    """A fresh run (no resume) whose output_dir holds a run would append to its logs and overwrite its checkpoints:
+    refused in one line before any model loads, the directory untouched."""
+    from smith.train.resume import save_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    save_config(train_config(["recipe=tiny-random", f"output_dir={run}"]), run)
+    (run / "metrics.jsonl").write_text('{"step": 1}\n')
+    before = {f.name: f.read_bytes() for f in run.iterdir()}
+    out = in_process(train_main, ["recipe=tiny-random", f"output_dir={run}"])
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert out.stderr.strip().splitlines() == [f"error: output_dir={run} already holds a run (its config.yaml); pass "
+                                               f"resume={run} to continue it, or choose another output_dir"]
+    assert {f.name: f.read_bytes() for f in run.iterdir()} == before
+
+
+def test_a_resume_without_a_checkpoint_starts_over_and_logs_each_step_once(tiny_model_dir, tmp_path):
+    """A run stopped before its first checkpoint (save_every past where it got) resumes from step 0: the rows its
+    stopped attempt logged are dropped, as a resume from a checkpoint drops the rows after it."""
+    from smith.train.resume import save_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    base = [*overrides(tiny_model_dir, tmp_path), "max_steps=2"]
+    save_config(train_config([*base, f"output_dir={run}"]), run)
+    (run / "metrics.jsonl").write_text('{"step": 1, "loss": 9.0}\n{"step": 2, "lo')  # the second cut by the kill
+    (run / "rollouts.jsonl").write_text('{"step": 1, "key": "stale"}\n')
+    proc = _train_cli(*base, f"resume={run}")
+    assert "no complete checkpoint" in proc.stdout and "starting from step 0" in proc.stdout
+    assert _steps(run) == [1, 2]
+    assert json.loads((run / "metrics.jsonl").read_text().splitlines()[0])["loss"] != 9.0
+    assert "stale" not in (run / "rollouts.jsonl").read_text()
+
+
 def test_a_changed_config_is_refused_on_resume_with_the_diff(tmp_path, in_process):
     """Before any model loads and before the run directory is touched (an interrupted checkpoint stays); the
     diff leaves out what may change (max_steps, output_dir, resume)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from smith.config import TrainConfig
 from smith.errors import ConfigError
+from smith.train.resume import CONFIG
 
 
 def resolve_run_dir(conf: TrainConfig) -> Path:
@@ -28,13 +29,18 @@ def resolve_run_dir(conf: TrainConfig) -> Path:
         path = conf.output_dir
     else:
         path = f"checkpoints/{conf.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if state.num_processes > 1:
-        box = [path]
+    # a fresh run into a directory that holds one would append to its logs and overwrite its checkpoints
+    taken = not conf.resume and (Path(path) / CONFIG).exists()
+    if state.num_processes > 1:  # rank 0's view, so every rank stops (or goes on) alike
+        box = [path, taken]
         broadcast_object_list(box, from_process=0)
-        path = box[0]
+        path, taken = box
     run_dir = Path(path)
     if conf.resume and not run_dir.is_dir():
         raise ConfigError(f"resume={run_dir} is not a run directory")
+    if taken:
+        raise ConfigError(f"output_dir={run_dir} already holds a run (its {CONFIG}); pass resume={run_dir} to "
+                          "continue it, or choose another output_dir")
     return run_dir
 
 

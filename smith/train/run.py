@@ -24,7 +24,7 @@ from smith.rollout.episodes import Rollout
 from smith.train.adapters import EVALUATOR_ADAPTER, sync_evaluator
 from smith.train.args import grpo_args, per_device_batch
 from smith.train.callbacks import SmithCallback
-from smith.train.checkpoints import last_complete_checkpoint, restore
+from smith.train.checkpoints import last_complete_checkpoint, restore, trim_logs
 from smith.train.checks import check_config, check_places
 from smith.train.progress import ConsoleCallback, WandbConfig
 from smith.train.resume import check_resume_config, save_config
@@ -198,6 +198,7 @@ def train(conf: TrainConfig, run_dir: Path, callbacks: tuple = ()) -> Path:
             print("resuming with changed settings (resume_allow_changes=true):\n" + "\n".join(changes))
     if conf.resume and ckpt is None:
         print(f"no complete checkpoint in {run_dir}; starting from step 0")
+        trim_logs(run_dir, 0, state.process_index)  # the steps the stopped attempt logged are played again
 
     with ExitStack() as stack:
         sandbox, limits = open_sandbox(conf.sandbox)
