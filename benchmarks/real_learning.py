@@ -13,10 +13,11 @@ of its questions, so the tool is the unit of chance: besides the Wilson interval
 independent) every accuracy has a bootstrap interval over its tools, and many samples of few questions each
 measure more than few of many. Since the arms' run i share their questions, each seed also prints a sign test over
 the tools, run by run (how often smith's tool answered more of them than the cold start's, how often fewer), and
-the end one over all the seeds' tools. The unseen categories are reported, not a target: they are evaluated once.
-A control whose final adapter is still zero (learning rate 0 leaves the fresh LoRA's B matrices at 0) holds the
-cold start's weights, so it is not evaluated again: it takes the cold start's counts (the script checks the adapter
-and says so). The evaluations run two at a time, one thread each.
+the end one over all the seeds' tools (approximate: every seed's pairs share the cold start's one set of tools).
+The unseen categories are reported, not a target: they are evaluated once. A control whose final adapter is still
+zero (learning rate 0 leaves the fresh LoRA's B matrices at 0) holds the cold start's weights, so it is not evaluated
+again: it takes the cold start's counts (the script checks the adapter and says so). The evaluations run two at a
+time, one thread each.
 
 The judge is off by default (`judge.kind=none`): after the cold start its scores barely separate right from
 wrong tools (AUC 0.56, docs/training.md, "Real weights"), so its axis would add noise. Per seed it prints the

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smith.entry import eval_config
+from smith.entry import ConfigError, eval_config
 from smith.evals.common import SCHEMA_FILE, validate_summary, write_json
 
 from .conftest import ROOT
@@ -115,6 +115,26 @@ def test_a_rerun_with_other_settings_is_refused_and_the_same_resumes(tmp_path):
     assert _eval(*base, "limit=2").returncode == 0  # more items, same settings: resumes
     assert len((out / "episodes.jsonl").read_text().splitlines()) == 4
     assert _strict_load(out / "summary.json")["config"]["limit"] == 2
+
+
+def test_a_model_directory_reached_by_another_path_resumes(tmp_path):
+    """run.json's `model` names a directory; the same directory by another path (a symlink, as when runs are
+    gathered into one place) is the same model and resumes, another directory is refused."""
+    from smith.evals.common import check_run
+
+    model, other = tmp_path / "checkpoint-20", tmp_path / "checkpoint-10"
+    model.mkdir()
+    other.mkdir()
+    (tmp_path / "gathered").symlink_to(model)
+    out = tmp_path / "out"
+    base = ["suite=rg", "mode=build_use", f"output_dir={out}"]  # (lomekwi may change its model: keyed by it)
+    out.mkdir()
+    check_run(eval_config([*base, f"model={model}"]), out)
+    (out / "episodes.jsonl").write_text("{}\n")  # results made
+    check_run(eval_config([*base, f"model={tmp_path / 'gathered'}"]), out)
+    assert json.loads((out / "run.json").read_text())["config"]["model"] == str(tmp_path / "gathered")
+    with pytest.raises(ConfigError, match="other settings"):
+        check_run(eval_config([*base, f"model={other}"]), out)
 
 
 def test_report_reads_only_the_schema_and_links_what_exists(tmp_path):

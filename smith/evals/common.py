@@ -99,12 +99,21 @@ def check_run(cfg: EvalConfig, out: Path) -> None:
         if not isinstance(old, dict) or old.get("schema_version") != SCHEMA_VERSION:
             raise ConfigError(f"output_dir={out} holds a {RUN_FILE} from an older smith (its settings are not "
                               "comparable); use another output_dir")
-        if diff := changes(old.get("config", {}), config, may_change):
+        recorded = old.get("config", {})
+        if _same_directory(recorded.get("model"), config.get("model")):  # reached by another path (a symlink)
+            recorded = {**recorded, "model": config["model"]}
+        if diff := changes(recorded, config, may_change):
             shown = ", ".join(diff[:6])
             more = f" and {len(diff) - 6} more" if len(diff) > 6 else ""
             raise ConfigError(f"output_dir={out} holds results made with other settings ({shown}{more}); rerun "
                               "with the recorded ones to resume, or use another output_dir")
     write_json(path, {"schema_version": SCHEMA_VERSION, "suite": suite, "config": config})
+
+
+def _same_directory(a: Any, b: Any) -> bool:
+    """Two model settings naming one existing directory by different paths (relative, absolute, a symlink)."""
+    return isinstance(a, str) and isinstance(b, str) and a != b and Path(a).is_dir() \
+        and Path(a).resolve() == Path(b).resolve()
 
 
 def _holds_results(out: Path) -> bool:
