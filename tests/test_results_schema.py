@@ -119,7 +119,7 @@ def test_a_rerun_with_other_settings_is_refused_and_the_same_resumes(tmp_path):
 
 def test_a_model_directory_reached_by_another_path_resumes(tmp_path):
     """run.json's `model` names a directory; the same directory by another path (a symlink, as when runs are
-    gathered into one place) is the same model and resumes, another directory is refused."""
+    gathered into one place, or a relative path) is the same model and resumes, another directory is refused."""
     from smith.evals.common import check_run
 
     model, other = tmp_path / "checkpoint-20", tmp_path / "checkpoint-10"
@@ -133,6 +133,7 @@ def test_a_model_directory_reached_by_another_path_resumes(tmp_path):
     (out / "episodes.jsonl").write_text("{}\n")  # results made
     check_run(eval_config([*base, f"model={tmp_path / 'gathered'}"]), out)
     assert json.loads((out / "run.json").read_text())["config"]["model"] == str(tmp_path / "gathered")
+    check_run(eval_config([*base, f"model={os.path.relpath(model)}"]), out)  # relative to the working directory
     with pytest.raises(ConfigError, match="other settings"):
         check_run(eval_config([*base, f"model={other}"]), out)
 
