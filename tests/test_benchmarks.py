@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
      r"speedup=([0-9.]+)"),
     ("kv_cache.py", ["--model", "tiny", "--batch", "2", "--context", "32", "--steps", "4", "--rounds", "1"],
      r"kv_cache batch=2 context=32 dynamic_ms=[0-9.]+ in_place_ms=[0-9.]+ ratio=([0-9.]+)"),
+    ("startup.py", ["--module", "smith.errors", "--rounds", "1"],
+     r"startup module=smith.errors compiled_s=[0-9.]+ from_source_s=[0-9.]+ speedup=([0-9.]+)"),
 ])
 def test_benchmark_prints_its_ratio(script, args, ratio):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, capture_output=True,
