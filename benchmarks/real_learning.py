@@ -106,7 +106,8 @@ def sign_test(mine: list[tuple[int, int]], theirs: list[tuple[int, int]]) -> str
     more = sum(a > b for (a, _), (b, _) in zip(mine, theirs, strict=True))
     fewer = sum(a < b for (a, _), (b, _) in zip(mine, theirs, strict=True))
     p = binomtest(more, more + fewer).pvalue if more + fewer else 1.0
-    return f"more right on {more} of {len(mine)} tools, fewer on {fewer}, sign test p={p:.2f}"
+    shown = f"={p:.2f}" if p >= 0.01 else f"={p:.3f}" if p >= 0.001 else "<0.001"
+    return f"more right on {more} of {len(mine)} tools, fewer on {fewer}, sign test p{shown}"
 
 
 def tools(futures: list) -> list[tuple[int, int]]:

@@ -112,7 +112,7 @@ def test_real_learning_runs_both_arms_and_the_held_out_evaluations(tmp_path):
     assert seen and seen.group(1) == "4", proc.stdout[-3000:]  # 2 runs x 1 question x 2 categories, pooled
     assert seen.group(3) == "4"  # a tool per category and run
     assert re.search(r"^  held-out seen, smith against cold, run by run: more right on \d of 4 tools, fewer on \d, "
-                     r"sign test p=[0-9.]+$", proc.stdout, re.M), proc.stdout[-3000:]
+                     r"sign test p[=<][0-9.]+$", proc.stdout, re.M), proc.stdout[-3000:]
     assert "smith against control" not in proc.stdout  # the same model as the cold start: one comparison
     assert re.search(r"^held-out seen, smith against the cold start, run by run over the seeds: more right on \d of 4 "
                      r"tools", proc.stdout, re.M)
@@ -185,5 +185,7 @@ def test_the_sign_test_pairs_the_arms_tools_run_by_run():
     cold = [(0, 6), (5, 6), (6, 6), (0, 6), (0, 6), (0, 6), (0, 6)]
     assert sign_test(smith, cold) == "more right on 5 of 7 tools, fewer on 1, sign test p=0.22"
     assert sign_test(smith[1:2], cold[1:2]) == "more right on 0 of 1 tools, fewer on 0, sign test p=1.00"
+    assert sign_test([(6, 6)] * 9, [(0, 6)] * 9) == "more right on 9 of 9 tools, fewer on 0, sign test p=0.004"
+    assert sign_test([(6, 6)] * 12, [(0, 6)] * 12).endswith("sign test p<0.001")
     with pytest.raises(ValueError, match="do not pair up"):
         sign_test(smith, cold[:3])
