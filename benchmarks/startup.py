@@ -1,6 +1,6 @@
 """A process's start: importing smith's trainer (torch, transformers, peft, trl) with the bytecode scripts/setup.sh
 compiles into the venv, against the same import compiling every module from source, as it does where nothing has
-written bytecode and nothing may (PYTHONDONTWRITEBYTECODE=1, common in containers, set on our CI machines): each
+written bytecode and nothing may (PYTHONDONTWRITEBYTECODE=1, common in containers, set where smith is developed): each
 `train.py`, `eval.py` and test subprocess pays it. Rounds alternate the two; medians are compared. Last line:
 
     startup module=<m> compiled_s=<a> from_source_s=<b> speedup=<b/a>

@@ -27,7 +27,7 @@ apt_packages() {
 step "Debian packages for the sandbox ($PKGS)" apt_packages
 PY=${PYTHON:-python3.11}
 # Bytecode for every module of a venv, written once here: where nothing may write it at import
-# (PYTHONDONTWRITEBYTECODE=1, as in many containers and on our CI machines) each process would otherwise compile
+# (PYTHONDONTWRITEBYTECODE=1, as in many containers and where smith is developed) each process would otherwise compile
 # torch, transformers and trl from source, about 12 s of every train.py, eval.py and test subprocess start
 # (benchmarks/startup.py). A rerun only compares timestamps. A few packages ship files that are not Python 3
 # (compileall then exits 1; they are never imported).
