@@ -26,6 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
      r"speedup=([0-9.]+)"),
     ("kv_cache.py", ["--model", "tiny", "--batch", "2", "--context", "32", "--steps", "4", "--rounds", "1"],
      r"kv_cache batch=2 context=32 dynamic_ms=[0-9.]+ in_place_ms=[0-9.]+ ratio=([0-9.]+)"),
+    ("decode_width.py", ["--model", "tiny", "--batch", "1", "2", "--context", "16", "--steps", "2", "--rounds", "1"],
+     r"decode_width weights_mb=[0-9]+ stream_ms=[0-9.]+ widest=2 step_ratio=[0-9.]+ rows_ratio=([0-9.]+) "
+     r"lora_overhead=[0-9.]+$"),
     ("startup.py", ["--module", "smith.errors", "--rounds", "1"],
      r"startup module=smith.errors compiled_s=[0-9.]+ from_source_s=[0-9.]+ speedup=([0-9.]+)"),
 ])
