@@ -299,3 +299,33 @@ def test_every_backend_stops_on_the_familys_end_of_turn(tok):
                               accelerator=SimpleNamespace(is_main_process=True))
     (g,) = TRLVLLMPolicy(trainer, tok).continue_ids([[1, 2]])
     assert g.finish_reason == "stop"
+
+
+def test_the_server_clients_cut_each_row_at_its_own_limit(tok):
+    """`continue_ids(..., limits=)`: the two vLLM server clients ask once for the batch's longest and cut each row at
+    its own limit, as the HF and local vLLM engines stop it there (the rollout's use turn beside the builds)."""
+    from smith.train.vllm_policy import ServedAdapter, TRLVLLMPolicy
+
+    words = tok("one two three four five six", add_special_tokens=False)["input_ids"]
+
+    class Client:
+        def generate(self, prompts, max_tokens, **_):
+            return {"completion_ids": [words[:max_tokens] for _ in prompts],
+                    "logprobs": [[[-1.0]] * len(words[:max_tokens]) for _ in prompts]}
+
+        def post(self, _path, json):
+            ids = words[: json["max_tokens"]]
+            choices = [{"index": i, "token_ids": ids, "finish_reason": "length",
+                        "logprobs": {"token_logprobs": [-1.0] * len(ids)}} for i in range(len(json["prompt"]))]
+            return SimpleNamespace(raise_for_status=lambda: None, json=lambda: {"choices": choices})
+
+    trainer = SimpleNamespace(vllm_generation=SimpleNamespace(vllm_client=Client()),
+                              accelerator=SimpleNamespace(is_main_process=True))
+    served = ServedAdapter("http://localhost:1", "policy", tok, [chat_format(tok).end_of_turn])
+    served.client = Client()
+    params = SamplingParams(max_new_tokens=5)
+    for backend in (TRLVLLMPolicy(trainer, tok), served):
+        gens = backend.continue_ids([[1, 2], [3]], params, limits=[2, 5])
+        assert [g.completion_ids for g in gens] == [words[:2], words[:5]], backend
+        assert [len(g.logprobs) for g in gens] == [2, 5] and gens[0].finish_reason == "length"
+        assert gens[0].text == tok.decode(words[:2])

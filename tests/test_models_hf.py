@@ -210,6 +210,28 @@ def test_eos_cuts_each_row_and_keeps_the_eos_token(backend):
             assert torch.allclose(torch.tensor(g.logprobs), ref, atol=1e-4)
 
 
+def test_each_row_stops_at_its_own_limit_and_leaves_the_batch(backend):
+    """`limits`: rows of different lengths share one batch (a use turn beside the step's builds); each row's tokens
+    are those it would have alone with its limit, greedy, and a row at its limit leaves: no step forwards it."""
+    prompts = [backend.render(c) for c in CONVS]
+    greedy = SamplingParams(max_new_tokens=24, temperature=0.0)
+    widths = []
+    hook = backend.model.register_forward_pre_hook(lambda _m, _a, kw: widths.append(kw["input_ids"].shape[0]),
+                                                   with_kwargs=True)
+    try:
+        with EosBias(backend, -1e4):
+            shared = backend.continue_ids(prompts, greedy, limits=[5, 24, 9])
+            alone = [backend.continue_ids([p], SamplingParams(max_new_tokens=n, temperature=0.0))[0]
+                     for p, n in zip(prompts, [5, 24, 9], strict=True)]
+    finally:
+        hook.remove()
+    assert [g.completion_ids for g in shared] == [g.completion_ids for g in alone]
+    assert [len(g.completion_ids) for g in shared] == [5, 24, 9] and {g.finish_reason for g in shared} == {"length"}
+    assert widths[:24] == [3] * 5 + [2] * 4 + [1] * 15  # the prefill, then the batch shrinks as rows reach limits
+    with pytest.raises(ValueError, match="limits must be one per row"):
+        backend.continue_ids(prompts, greedy, limits=[5, 25, 9])
+
+
 def test_immediate_eos_gives_empty_text(backend):
     with EosBias(backend, 1e4):
         g = backend.chat([CONVS[0]], None, SamplingParams(max_new_tokens=50, temperature=0.0))[0]

@@ -20,6 +20,7 @@ from smith.models.base import Generation
 from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
+from smith.rewards.use import correctness_reward
 from smith.rollout.episodes import BuildTask, Rollout, UseTask, admit
 from smith.rollout.prompts import inner_use_messages
 from smith.tasks import items
@@ -495,6 +496,41 @@ def test_a_group_split_across_ranks_sees_one_menu(tok, sandbox, bank):
     assert rank0[0] == rank0[1] == rank1[0] == rank1[1]
     others = [prompts(f"0:use:{k}", 0)[0] for k in range(8)] + [prompts("0:use:7", 0, step=s)[0] for s in range(8)]
     assert len({tuple(p) for p in others}) > 1
+
+
+def test_a_use_episodes_first_turn_rides_the_build_batch_at_its_own_turn_limit(tok, sandbox, bank):
+    """A use episode whose category has a pool tool needs nothing of the step's builds: its first turn is decoded in
+    the build batch (each row to its own limit: the use turn's cap, not the build's length), the rest after grading;
+    the episode plays and scores as it would alone."""
+    pool = ToolPool()
+    pool.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
+    item = bank[("spell_backward", "hard")][0]
+
+    def script(ctx: str) -> str:
+        if "<tools>" not in ctx:
+            return response(REVERSE, SCHEMA)
+        if "<tool_response>" in ctx:
+            return f"Answer: {item.answer}"
+        name = next(n for n in re.findall(r'"name": "([a-z_0-9]+)"', ctx) if n.startswith("spell_backward"))
+        return "<tool_call>\n" + json.dumps({"name": name, "arguments": {"question": item.question}}) + "\n</tool_call>"
+
+    class Counting(ScriptedBackend):
+        def continue_ids(self, prompts, params=None, limits=None, **kw):
+            self.batches.append((len(prompts), params.max_new_tokens, limits))
+            return super().continue_ids(prompts, params, limits=limits, **kw)
+
+    policy = Counting(tok, script)
+    policy.batches = []
+    ro = make(policy, sandbox, pool, max_turns=3, max_turn_tokens=160)
+    try:
+        samples = ro.run([build_task(bank)] * 2, [UseTask("spell_backward", [], item)] * 2, random.Random(0))
+    finally:
+        ro.close()
+    assert policy.batches == [(4, 600, [600, 600, 160, 160]), (2, 160, [160, 160])]  # builds + first use turns; answers
+    assert [s.rewards["evaluation"] for s in samples[:2]] == [1.0, 1.0]
+    for s in samples[2:]:
+        assert s.trace["correct"] and s.trace["turns"] == 2 and [c["status"] for c in s.trace["calls"]] == ["ok"]
+        assert s.rewards["use"] == correctness_reward(True, 2, 3, ro.conf.use.eta_mid, ro.conf.use.eta_min) > 0
 
 
 def test_each_use_episode_has_its_own_token_budget(tok, sandbox, bank):

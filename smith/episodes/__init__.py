@@ -8,8 +8,9 @@ the model family's tool-call syntax, reasoning left out). Two renderings of the 
 
 - token level (training): the episode's transcript holds prompt ids, completion ids, the sampled tokens'
   log-probs and the loss mask (tool outputs are appended with mask 0); the policy continues the ids. Each
-  episode has its own budget: the batch is generated to the largest remaining budget and each reply is cut
-  at its own (sampling is causal, so the cut equals stopping there); a long neighbour never truncates it.
+  episode has its own budget: each row of a turn's batch stops at its own limit (`turn_limit`, the backend's
+  `limits`); a long neighbour never truncates it. A reply generated before `play` (`Episode.ahead`: the
+  rollout's first use turn, decoded beside the step's builds) is taken as the episode's next turn.
 - message level (evaluation, the evaluator): the transcript holds chat messages; assistant turns carry
   structured `tool_calls` with ids and each output goes back as the matching `tool` message, as
   OpenAI-compatible servers and chat templates expect.
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from sandbox import FAULT, run_pure
-from smith.models.base import Generation, SamplingParams
+from smith.models.base import Generation, SamplingParams, clip_generation
 from smith.models.chat_format import ParsedToolCalls, Reply, ReplyFormat, format_of
 from smith.toolspec import ToolSpec
 
@@ -68,6 +69,7 @@ class Episode:
     end: str | None = None  # None while open; then "answer", "turns", "budget", or a caller's reason
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    ahead: Generation | None = None  # its next reply, generated before `play` in a batch shared with other rows
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:
@@ -91,15 +93,6 @@ class Episode:
     def answer(self) -> str | None:
         """The final reply's answer (reasoning and tool calls removed, `Answer:` honoured)."""
         return None if self.reply is None else self.reply.answer
-
-
-def clip_generation(g: Generation, max_new_tokens: int, fmt: Any) -> Generation:
-    """`g` as if generation had stopped after `max_new_tokens` tokens."""
-    if len(g.completion_ids) <= max_new_tokens:
-        return g
-    ids = g.completion_ids[:max_new_tokens]
-    return replace(g, completion_ids=ids, logprobs=g.logprobs[:max_new_tokens], finish_reason="length",
-                   text=fmt.decode(ids), completion_tokens=len(ids))
 
 
 def execute_tool_calls(
@@ -193,15 +186,29 @@ def play(
                 e.end = "turns"
 
 
+def turn_limit(e: Episode, params: SamplingParams) -> int:
+    """The tokens an open token-level episode's next reply may take: the turn's limit, within its own budget."""
+    return max(1, min(params.max_new_tokens, params.max_new_tokens if e.room is None else e.room))
+
+
 def _generate(active: list[Episode], backend: Any, params: SamplingParams) -> list[Generation]:
-    if not active[0].message_level:
-        rooms = [e.room for e in active]
-        limit = max((r for r in rooms if r is not None), default=params.max_new_tokens)
-        step = replace(params, max_new_tokens=max(1, min(limit, params.max_new_tokens)))
-        gens = backend.continue_ids([e.transcript.prompt_ids + e.transcript.completion_ids for e in active], step)
-        fmt = backend.chat_format
-        return [g if r is None else clip_generation(g, r, fmt) for g, r in zip(gens, rooms, strict=True)]
-    return backend.chat([e.transcript for e in active], [e.tools for e in active], params)
+    """One reply per open episode; token level, an episode's `ahead` reply (cut at the turn's limit) is taken and the
+    others are generated in one batch, each row to its own `turn_limit` (a long neighbour never cuts a short one)."""
+    if active[0].message_level:
+        return backend.chat([e.transcript for e in active], [e.tools for e in active], params)
+    limits = [turn_limit(e, params) for e in active]
+    todo = [(e, n) for e, n in zip(active, limits, strict=True) if e.ahead is None]
+    gens = iter(backend.continue_ids([e.transcript.prompt_ids + e.transcript.completion_ids for e, _ in todo],
+                                     replace(params, max_new_tokens=max(n for _, n in todo)),
+                                     limits=[n for _, n in todo]) if todo else [])
+    out = []
+    for e, n in zip(active, limits, strict=True):
+        if e.ahead is None:
+            out.append(next(gens))
+        else:
+            out.append(clip_generation(e.ahead, n, backend.chat_format))
+            e.ahead = None
+    return out
 
 
 def _take_reply(e: Episode, g: Generation, turn: int, fmt: ReplyFormat) -> Reply:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from smith.models.chat_format import ChatFormat, Message, Tool, chat_format
@@ -33,6 +34,27 @@ class SamplingParams:
     temperature: float = 0.0  # 0 means greedy
     top_p: float = 1.0
     seed: int | None = None
+
+
+def row_limits(limits: Sequence[int] | None, rows: int, params: SamplingParams) -> list[int]:
+    """Each row's token limit in a `continue_ids` batch: `limits` (one per row, 1 to params.max_new_tokens; rows of
+    different lengths share one batch, as a use turn beside the step's builds), or params.max_new_tokens."""
+    if limits is None:
+        return [params.max_new_tokens] * rows
+    limits = [int(n) for n in limits]
+    if len(limits) != rows or not all(1 <= n <= params.max_new_tokens for n in limits):
+        raise ValueError(f"limits must be one per row ({rows}), each 1 to max_new_tokens "
+                         f"({params.max_new_tokens}); got {limits}")
+    return limits
+
+
+def clip_generation(g: Generation, max_new_tokens: int, fmt: ChatFormat) -> Generation:
+    """`g` as if generation had stopped after `max_new_tokens` tokens (sampling is causal: the cut is exact)."""
+    if len(g.completion_ids) <= max_new_tokens:
+        return g
+    ids = g.completion_ids[:max_new_tokens]
+    return replace(g, completion_ids=ids, logprobs=g.logprobs[:max_new_tokens], finish_reason="length",
+                   text=fmt.decode(ids), completion_tokens=len(ids))
 
 
 @runtime_checkable
@@ -60,7 +82,7 @@ def tool_lists(conversations: list[list[Message]], tools: list[list[Tool] | None
 class TokenBackend:
     """Shared half of the backends that generate from token ids (hf, vllm, scripted, TRL's vLLM): the
     tokenizer's chat format (smith.models.chat_format) renders a conversation, `continue_ids` (the subclass)
-    generates from the ids."""
+    generates from the ids, each row to its own limit when given `limits` (`row_limits`)."""
 
     tokenizer: Any
 

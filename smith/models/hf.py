@@ -24,7 +24,7 @@ import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
 from smith.errors import ConfigError
-from smith.models.base import Generation, SamplingParams, TokenBackend
+from smith.models.base import Generation, SamplingParams, TokenBackend, row_limits
 from smith.models.chat_format import chat_format
 
 
@@ -212,12 +212,15 @@ class HFBackend(TokenBackend):
         return view
 
     def continue_ids(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None, *, adapter: Any = ACTIVE
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None, *, adapter: Any = ACTIVE,
+        limits: Sequence[int] | None = None,
     ) -> list[Generation]:
-        """Generate from explicit token-id prefixes (multi-turn episodes append tool tokens, no re-templating)."""
+        """Generate from explicit token-id prefixes (multi-turn episodes append tool tokens, no re-templating).
+        `limits`: each row's own token limit (`row_limits`); its row leaves the batch there."""
         params = params or SamplingParams()
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token; got an empty prompt")
+        limits = row_limits(limits, len(prompts), params)
         gen = torch.Generator(device=self._device())
         # seed None: draw from the global torch RNG so `torch.manual_seed` still makes a run reproducible
         gen.manual_seed(params.seed if params.seed is not None else int(torch.randint(2**62, (1,)).item()))
@@ -229,7 +232,7 @@ class HFBackend(TokenBackend):
         with self._generation_mode(adapter):
             for start in range(0, len(prompts), size):
                 chunk = [list(map(int, p)) for p in prompts[start : start + size]]
-                out.extend(self._generate(chunk, params, gen, state))
+                out.extend(self._generate(chunk, limits[start : start + size], params, gen, state))
         self._prefixes.settle(state)
         return out
 
@@ -289,12 +292,12 @@ class HFBackend(TokenBackend):
             logits_to_keep=1,  # only the last position: full-prompt logits would not fit for big vocabs
         ).logits[:, -1, :]
 
-    def _generate(self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator, state: Any
-                  ) -> list[Generation]:
+    def _generate(self, prompts: list[list[int]], limits: list[int], params: SamplingParams, gen: torch.Generator,
+                  state: Any) -> list[Generation]:
         """Each distinct prompt is prefilled once and its cache copied to the rows that repeat it (a GRPO group's G
-        samples, a use group's first turn), then every row decodes in one batch. A prompt that shares a prefix with
-        a row of the previous call (an episode's next turn) prefills only the rest (`_PrefixCache`); every row's
-        cache is kept for the next call."""
+        samples, a use group's first turn), then every row decodes in one batch until its end of turn or its limit.
+        A prompt that shares a prefix with a row of the previous call (an episode's next turn) prefills only the
+        rest (`_PrefixCache`); every row's cache is kept for the next call."""
         device = self._device()
         first: dict[tuple[int, ...], int] = {}
         rows = [first.setdefault(tuple(p), len(first)) for p in prompts]  # each row's distinct prompt
@@ -324,6 +327,7 @@ class HFBackend(TokenBackend):
             mask, logits = mask[copies], logits[copies]
         batch = len(prompts)
         live = torch.arange(batch, device=device)  # the rows still generating, as indices into the batch
+        room = torch.tensor(limits, device=device)  # each row's token limit
         eos = torch.tensor(sorted(self.eos_ids), device=device)
         tokens: list[torch.Tensor] = []
         logps: list[torch.Tensor] = []
@@ -338,13 +342,13 @@ class HFBackend(TokenBackend):
                                                           for layer in cache.layers])
 
         with self._bar(batch) as bar:
-            for i in range(params.max_new_tokens):
+            for i in range(max(limits)):
                 token, logp = _sample(logits, params, gen)
                 tokens.append(torch.full((batch,), self.pad_id, device=device).index_copy(0, live, token))
                 logps.append(torch.zeros(batch, device=device).index_copy(0, live, logp))
                 if not bar.disable:
                     bar.update(len(live))
-                going = ~torch.isin(token, eos)
+                going = ~torch.isin(token, eos) & (room[live] > i + 1)
                 if not bool(going.all()):  # finished rows leave the batch: the rest decode without them
                     keep((~going).nonzero().squeeze(1))
                     if not bool(going.any()):
@@ -352,22 +356,20 @@ class HFBackend(TokenBackend):
                     still = going.nonzero().squeeze(1)
                     cache.batch_select_indices(still)
                     live, mask, token = live[still], mask[still], token[still]
-                if i + 1 < params.max_new_tokens:
-                    mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype, device=device)], dim=-1)
-                    logits = self._forward(token[:, None], mask, cache)
-                else:
-                    keep(torch.arange(len(live), device=device))
+                mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype, device=device)], dim=-1)
+                logits = self._forward(token[:, None], mask, cache)
             bar.refresh()  # the final count, which tqdm's rate limit may not have drawn
-        return self._collect(prompts, tokens, logps)
+        return self._collect(prompts, limits, tokens, logps)
 
     def _collect(
-        self, prompts: list[list[int]], tokens: list[torch.Tensor], logps: list[torch.Tensor]
+        self, prompts: list[list[int]], limits: list[int], tokens: list[torch.Tensor], logps: list[torch.Tensor]
     ) -> list[Generation]:
-        """Cut each row after its first eos (kept), drop padding, decode."""
+        """Cut each row at its limit and after its first eos (kept), drop padding, decode."""
         all_tokens = torch.stack(tokens, dim=1).tolist() if tokens else [[] for _ in prompts]
         all_logps = torch.stack(logps, dim=1).tolist() if logps else [[] for _ in prompts]
         out = []
-        for prompt, row, row_logp in zip(prompts, all_tokens, all_logps, strict=True):
+        for prompt, limit, row, row_logp in zip(prompts, limits, all_tokens, all_logps, strict=True):
+            row = row[:limit]
             end = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), None)
             completion = row[:end] if end else row
             out.append(Generation(

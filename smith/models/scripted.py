@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from smith.models.base import Generation, SamplingParams, TokenBackend
+from smith.models.base import Generation, SamplingParams, TokenBackend, row_limits
 
 # (decoded prompt so far) -> the next assistant text (without end-of-turn); a script with a second parameter also
 # gets the backend's chat format, to write tool calls in the model family's syntax
@@ -39,18 +39,18 @@ class ScriptedBackend(TokenBackend):
         self._with_format = _positional(script) > 1
 
     def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
-                     **_: Any) -> list[Generation]:
+                     limits: Sequence[int] | None = None, **_: Any) -> list[Generation]:
         params = params or SamplingParams()
         fmt = self.chat_format
         out = []
-        for p in prompts:
+        for p, limit in zip(prompts, row_limits(limits, len(prompts), params), strict=True):
             context = self.tokenizer.decode(list(p))
             self.calls.append(context)
             text = self.script(context, fmt) if self._with_format else self.script(context)
             ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [fmt.end_of_turn]
             finish = "stop"
-            if len(ids) > params.max_new_tokens:
-                ids, finish = ids[: params.max_new_tokens], "length"
+            if len(ids) > limit:
+                ids, finish = ids[:limit], "length"
             out.append(Generation(text=fmt.decode(ids), prompt_ids=list(p),
                                   completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish,
                                   prompt_tokens=len(p), completion_tokens=len(ids)))

@@ -22,7 +22,7 @@ from typing import Any
 
 from sandbox import FAULT
 from smith.config import TrainConfig
-from smith.episodes import Episode, menu_executor, play
+from smith.episodes import Episode, menu_executor, play, turn_limit
 from smith.models.base import Metered, SamplingParams
 from smith.models.chat_format import without_reasoning
 from smith.pool import PoolEntry, ToolPool, menu_names
@@ -139,13 +139,14 @@ class Rollout:
     def run(self, build: Sequence[BuildTask], use: Sequence[UseTask], rng: random.Random,
             step: int = 0) -> list[Sample]:
         """Build samples, then use samples, in input order. Every build reply of the step (the build prompts' and
-        the inner builds of use episodes whose category has no pool tool yet) is generated in one decode batch and
+        the inner builds of use episodes whose category has no pool tool yet) is generated in one decode batch,
+        with the first turn of every use episode that has its menu (it needs nothing of this step's builds), and
         graded in one evaluator and one judge batch (their seconds: `last_grading_seconds`); then the use episodes
-        are played. `step` (the trainer's) stamps admitted tools and seeds each group's menu."""
+        are played on. `step` (the trainer's) stamps admitted tools and seeds each group's menu."""
         self._step = step
         uses, episodes = self._use_starts(use, rng)
         inner = [e for e in episodes if not e.menu]
-        samples, replies = self._build_replies(build, inner)
+        samples, replies = self._build_replies(build, inner, [e for e in episodes if e.menu])
         t0 = time.perf_counter()
         self._grade(samples, replies)
         self.last_grading_seconds = time.perf_counter() - t0
@@ -158,14 +159,22 @@ class Rollout:
         return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.conf.dapo.temperature,
                               top_p=self.conf.dapo.top_p)
 
-    def _build_replies(self, build: Sequence[BuildTask], inner: list[Episode]
+    def _build_replies(self, build: Sequence[BuildTask], inner: list[Episode], ready: list[Episode]
                        ) -> tuple[list[Sample], list[tuple[BuildTask, Any, Any]]]:
-        """One decode batch of build replies: the build prompts' (new samples) and the inner builds' (appended to
-        their use samples). Per sample, (its task, the generation, the parsed reply)."""
+        """One decode batch of build replies, the build prompts' (new samples) and the inner builds' (appended to
+        their use samples), and of the `ready` use episodes' first turns (each to its own turn limit, left as the
+        episode's `ahead` reply for `play`). Per build sample, (its task, the generation, the parsed reply)."""
         tasks = [*build, *(BuildTask(e.key.category, e.key.examples, e.key.heldout) for e in inner)]
         prompts = [self.policy.render(build_messages(t.examples)) for t in build]
         prompts += [e.transcript.prompt_ids for e in inner]
-        gens = self.policy.continue_ids(prompts, self._params(self.conf.dapo.max_completion_length)) if prompts else []
+        params = self._params(self.conf.dapo.max_completion_length)
+        turn = self._params(self._turn_tokens())
+        limits = [params.max_new_tokens] * len(prompts) + [turn_limit(e, turn) for e in ready]
+        gens = self.policy.continue_ids(prompts + [e.transcript.prompt_ids for e in ready], params,
+                                        limits=limits) if limits else []
+        for e, g in zip(ready, gens[len(prompts):], strict=True):
+            e.ahead = g
+        gens = gens[: len(prompts)]
         samples = [Sample(EpisodeKind.BUILD, t.category, list(p)) for t, p in zip(build, prompts, strict=False)]
         samples += [e.transcript for e in inner]
         for i, (s, g) in enumerate(zip(samples, gens, strict=True)):
@@ -328,11 +337,14 @@ class Rollout:
             # the use prompt every use episode gets (its tools in the template's tool block), rendered afresh
             s.extend(fmt.follow_up(inner_use_messages(name, t.item.question), e.tools), None, trained=False)
 
+    def _turn_tokens(self) -> int:
+        """A use turn's token limit."""
+        return min(self.conf.dapo.max_completion_length, self.conf.use.max_turn_tokens)
+
     def _play_uses(self, samples: list[Sample], episodes: list[Episode]) -> None:
         """Play the use episodes (multi-turn, on the episode engine, each turn within its budget) and score them."""
         execute = menu_executor(self.sandbox, self.limits, self.conf.use.max_tool_output_chars, self._executor)
-        turn = min(self.conf.dapo.max_completion_length, self.conf.use.max_turn_tokens)
-        play(episodes, self.policy, self._params(turn), self.conf.use.max_turns, execute)
+        play(episodes, self.policy, self._params(self._turn_tokens()), self.conf.use.max_turns, execute)
         for s, e in zip(samples, episodes, strict=True):
             s.truncated = e.truncated
             self._score_use(s, e)

@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 from smith.errors import ConfigError
-from smith.models.base import Generation, SamplingParams, TokenBackend
+from smith.models.base import Generation, SamplingParams, TokenBackend, clip_generation, row_limits
 from smith.models.hf import eos_ids_of
 from smith.models.vllm import VLLMBackend, lora_slot_rank
 from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER, save_adapter
@@ -185,11 +185,14 @@ class ServedAdapter(TokenBackend):
         self.name, self.served = f"vllm-server:{adapter}", None
         self.client = httpx.Client(base_url=url, timeout=3600)
 
-    def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None) -> list[Generation]:
+    def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
+                     limits: Sequence[int] | None = None) -> list[Generation]:
+        """One completions request for the batch; a row with its own limit (`row_limits`) is cut there."""
         params = params or SamplingParams()
         prompts = [[int(t) for t in p] for p in prompts]
         if not prompts:
             return []
+        limits = row_limits(limits, len(prompts), params)
         r = self.client.post("/v1/completions", json={
             "model": self.served, "prompt": prompts, "max_tokens": params.max_new_tokens,
             "temperature": params.temperature, "top_p": params.top_p, "seed": params.seed, "logprobs": 0,
@@ -203,7 +206,7 @@ class ServedAdapter(TokenBackend):
                                   logprobs=[float("nan") if x is None else float(x) for x in lps],
                                   finish_reason="length" if choice["finish_reason"] == "length" else "stop",
                                   prompt_tokens=len(p), completion_tokens=len(ids)))
-        return out
+        return [clip_generation(g, n, self.chat_format) for g, n in zip(out, limits, strict=True)]
 
 
 class TRLVLLMPolicy(TokenBackend):
@@ -224,9 +227,12 @@ class TRLVLLMPolicy(TokenBackend):
             url = self.vllm.server_base_url or f"http://{self.vllm.server_host}:{self.vllm.server_port}"
             self.client = VLLMClient(base_url=url, connection_timeout=self.vllm.server_timeout)
 
-    def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None) -> list[Generation]:
+    def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
+                     limits: Sequence[int] | None = None) -> list[Generation]:
+        """One generate request for the batch; a row with its own limit (`row_limits`) is cut there."""
         params = params or SamplingParams()
         prompts = [list(p) for p in prompts]
+        limits = row_limits(limits, len(prompts), params)
         out = self.client.generate(prompts=prompts, n=1, temperature=params.temperature, top_p=params.top_p,
                                    max_tokens=params.max_new_tokens, logprobs=0)
         completions, logprobs = out["completion_ids"], out["logprobs"]
@@ -238,4 +244,4 @@ class TRLVLLMPolicy(TokenBackend):
                                      completion_ids=ids, logprobs=[float("nan") if x is None else x for x in lps],
                                      finish_reason="stop" if finished else "length", prompt_tokens=len(p),
                                      completion_tokens=len(ids)))
-        return result
+        return [clip_generation(g, n, self.chat_format) for g, n in zip(result, limits, strict=True)]
