@@ -62,17 +62,21 @@ def read_steps(out: Path, samples: int, arm: str) -> dict[str, float]:
     return means
 
 
-def run_baseline(rev: str, steps: int, out: Path, overrides: list[str]) -> None:
-    """The same command with the code at `rev`, in a temporary worktree of this repository."""
+def run_baseline(rev: str, steps: int, out: Path, overrides: list[str]) -> Path:
+    """The same command with the code at `rev`, in a temporary git worktree of this repository, without a baseline
+    of its own; the directory its run wrote (the script at `rev` may write its run to `out` or to `out`/now)."""
     tree = Path(tempfile.mkdtemp(prefix="real-step-baseline-")) / "tree"
     if subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev]).returncode:
         raise SystemExit(f"error: no git revision {rev} here to compare with (a shallow clone?); "
                          "give --baseline REV or --baseline none")
+    script = tree / "benchmarks" / "real_step.py"
+    alone = ["--baseline", "none"] if "--baseline" in script.read_text() else []
     try:
-        subprocess.run([sys.executable, str(tree / "benchmarks" / "real_step.py"), "--steps", str(steps), "--out",
-                        str(out), *overrides], cwd=tree, check=True)
+        subprocess.run([sys.executable, str(script), "--steps", str(steps), *alone, "--out", str(out), *overrides],
+                       cwd=tree, check=True)
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=True)
+    return out / "now" if (out / "now" / "metrics.jsonl").exists() else out
 
 
 def decode_vs_generate(model_dir: str, rows: int, new_tokens: int) -> float:
@@ -117,10 +121,9 @@ def main() -> None:
     cfg = train_config(["recipe=smollm2-135m", f"max_steps={a.steps}", f"save_every={a.steps}",
                         f"output_dir={out / 'now'}", *overrides])
     samples = cfg.dapo.prompts_per_step * cfg.dapo.num_generations
-    if a.baseline != "none":
-        run_baseline(a.baseline, a.steps, out / "before", overrides)
+    ran = run_baseline(a.baseline, a.steps, out / "before", overrides) if a.baseline != "none" else None
     train(cfg, resolve_run_dir(cfg))
-    before = read_steps(out / "before", samples, "before") if a.baseline != "none" else None
+    before = read_steps(ran, samples, "before") if ran is not None else None
     now = read_steps(out / "now", samples, "now")
     ratio = decode_vs_generate(cfg.cold.dir, cfg.dapo.num_generations, 128)
     line = (f"real_step generation={now['generation']:.1f} grading={now['grading']:.1f} update={now['update']:.1f} "

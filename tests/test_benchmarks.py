@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("decode_width.py", ["--model", "tiny", "--batch", "1", "2", "--context", "16", "--steps", "2", "--rounds", "1"],
      r"decode_width weights_mb=[0-9]+ stream_ms=[0-9.]+ widest=2 step_ratio=[0-9.]+ rows_ratio=([0-9.]+) "
      r"lora_overhead=[0-9.]+$"),
+    ("use_ahead.py", ["--model", "tiny", "--rows", "2", "--build-tokens", "24", "--turn-tokens", "8", "--rounds", "1"],
+     r"use_ahead rows=2\+2 separate_s=[0-9.]+ together_s=[0-9.]+ speedup=([0-9.]+)$"),
     ("startup.py", ["--module", "smith.errors", "--rounds", "1"],
      r"startup module=smith.errors compiled_s=[0-9.]+ from_source_s=[0-9.]+ speedup=([0-9.]+)"),
 ])
