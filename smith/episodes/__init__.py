@@ -188,7 +188,7 @@ def play(
 
 def turn_limit(e: Episode, params: SamplingParams) -> int:
     """The tokens an open token-level episode's next reply may take: the turn's limit, within its own budget."""
-    return max(1, min(params.max_new_tokens, params.max_new_tokens if e.room is None else e.room))
+    return max(1, params.max_new_tokens if e.room is None else min(params.max_new_tokens, e.room))
 
 
 def _generate(active: list[Episode], backend: Any, params: SamplingParams) -> list[Generation]:

@@ -237,11 +237,11 @@ class TRLVLLMPolicy(TokenBackend):
                                    max_tokens=params.max_new_tokens, logprobs=0)
         completions, logprobs = out["completion_ids"], out["logprobs"]
         result = []
-        for p, ids, lps in zip(prompts, completions, logprobs, strict=True):
-            ids, lps = list(ids)[: params.max_new_tokens], [row[0] for row in lps][: params.max_new_tokens]
+        for p, n, ids, lps in zip(prompts, limits, completions, logprobs, strict=True):
+            ids, lps = list(ids)[:n], [row[0] for row in lps][:n]
             finished = bool(ids) and ids[-1] in self.eos_ids
             result.append(Generation(text=self.chat_format.decode(ids), prompt_ids=p,
                                      completion_ids=ids, logprobs=[float("nan") if x is None else x for x in lps],
                                      finish_reason="stop" if finished else "length", prompt_tokens=len(p),
                                      completion_tokens=len(ids)))
-        return [clip_generation(g, n, self.chat_format) for g, n in zip(result, limits, strict=True)]
+        return result
