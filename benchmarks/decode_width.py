@@ -32,6 +32,7 @@ from peft import LoraConfig, get_peft_model  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 from transformers.cache_utils import Cache  # noqa: E402
 
+from smith.errors import guarded  # noqa: E402
 from smith.models import resolve_model  # noqa: E402
 from smith.models.hf import _GrowingLayer  # noqa: E402
 
@@ -79,4 +80,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from smith.errors import guarded  # noqa: E402
 from smith.models import resolve_model  # noqa: E402
 from smith.models.base import SamplingParams  # noqa: E402
 from smith.models.hf import HFBackend  # noqa: E402
@@ -66,4 +67,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)
