@@ -24,6 +24,7 @@ import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
 from smith.errors import ConfigError
+from smith.models.attention import SDPA_GQA
 from smith.models.base import Generation, SamplingParams, TokenBackend, row_limits
 from smith.models.chat_format import chat_format
 
@@ -196,7 +197,8 @@ class HFBackend(TokenBackend):
 
         torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) and dtype != "auto" else dtype
         tokenizer = AutoTokenizer.from_pretrained(str(adapter) if _has_tokenizer(adapter) else str(path))
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype).to(device)
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype,
+                                                     attn_implementation=SDPA_GQA).to(device)
         if adapter is not None:
             from peft import PeftModel
 

@@ -70,6 +70,7 @@ def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdCo
         from peft import LoraConfig, get_peft_model
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from smith.models.attention import SDPA_GQA
         from smith.train.args import sft_args
         from smith.train.warm import LearntPositionsSFTTrainer
 
@@ -77,7 +78,7 @@ def build_cold_start(base: str | os.PathLike, path: str | os.PathLike, s: ColdCo
         tok = AutoTokenizer.from_pretrained(base)
         rows = cold_rows(tok, s, cache_dir)
         torch_dtype = getattr(torch, dtype) if on_gpu else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype)
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype, attn_implementation=SDPA_GQA)
         model = get_peft_model(model, LoraConfig(r=s.lora_r, lora_alpha=2 * s.lora_r, lora_dropout=0.0,
                                                  target_modules="all-linear", task_type="CAUSAL_LM"))
         args = sft_args(tmp / "sft", on_gpu=on_gpu, dtype=dtype, num_train_epochs=s.epochs,

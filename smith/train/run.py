@@ -38,6 +38,8 @@ def load_policy(conf: TrainConfig, on_gpu: bool) -> tuple[Any, Any, str]:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from smith.models.attention import SDPA_GQA
+
     m = conf.model
     name = m.name_or_path
     with PartialState().main_process_first():
@@ -58,7 +60,7 @@ def load_policy(conf: TrainConfig, on_gpu: bool) -> tuple[Any, Any, str]:
     dtype = getattr(torch, m.dtype) if on_gpu else torch.float32
     tok = AutoTokenizer.from_pretrained(path)
     chat_format(tok, thinking=m.thinking)  # every backend on this tokenizer renders and reads so
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=SDPA_GQA)
     lora = LoraConfig(r=conf.lora.r, lora_alpha=conf.lora.alpha, lora_dropout=conf.lora.dropout,
                       target_modules=conf.lora.target_modules, task_type="CAUSAL_LM")
     model = get_peft_model(model, lora)

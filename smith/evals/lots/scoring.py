@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from smith.models.attention import SDPA_GQA
 from smith.models.base import Message
 from smith.models.chat_format import chat_format
 
@@ -51,7 +52,8 @@ class LikelihoodScorer:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).to(device)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype),
+                                                     attn_implementation=SDPA_GQA).to(device)
         if adapter:
             from peft import PeftModel
 
@@ -190,7 +192,7 @@ class LikelihoodScorer:
             torch.arange(p, p + width, device=self.device)[:, None]
         mask = torch.zeros((width, p + width), dtype=dtype, device=self.device)
         mask = mask.masked_fill(~allowed, torch.finfo(dtype).min)[None, None].expand(n, 1, -1, -1)
-        if self.model.config._attn_implementation not in ("sdpa", "eager"):
+        if self.model.config._attn_implementation not in ("sdpa", SDPA_GQA, "eager"):
             mask = None  # flash kernels: causal with right padding needs no explicit mask
         kv = None
         if p > 0:
