@@ -355,3 +355,27 @@ def test_adapter_switching(peft_backend):
     with pytest.raises(ValueError, match="known: policy, judge"):
         peft_backend.chat(CONVS, None, params, adapter="nope")
     assert model.active_adapter == "policy"
+
+
+def test_a_lora_model_decodes_from_one_merged_copy_that_follows_its_weights(peft_backend):
+    """The policy, its views and an optimizer step: generation reads a plain copy holding base + LoRA delta, rewritten
+    in place when a LoRA weight changes, and what it says is what the live (unmerged) model says."""
+    model, params = peft_backend.model, SamplingParams(max_new_tokens=8)
+    before = peft_backend.chat(CONVS[:1], None, params)[0]
+    merged = peft_backend._merged.model
+    assert not any("lora_" in n for n, _ in merged.named_parameters())  # a plain model
+    assert peft_backend.with_adapter("judge")._merged is peft_backend._merged  # the views share the one copy
+    lora_b = [p for n, p in model.named_parameters() if "lora_B" in n and ".policy." in n]
+    with torch.no_grad():
+        for p in lora_b:
+            p.mul_(3.0)  # as an optimizer step: the version counters move
+    try:
+        after = peft_backend.chat(CONVS[:1], None, params)[0]
+        assert peft_backend._merged.model is merged  # rewritten, not copied again
+        ref = teacher_forced(model.eval(), after.prompt_ids, after.completion_ids, 0.0)
+        assert torch.allclose(torch.tensor(after.logprobs), ref, atol=1e-4)
+        assert not torch.allclose(torch.tensor(after.logprobs[:1]), torch.tensor(before.logprobs[:1]), atol=1e-3)
+    finally:
+        with torch.no_grad():
+            for p in lora_b:
+                p.div_(3.0)
