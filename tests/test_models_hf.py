@@ -218,6 +218,7 @@ def test_each_row_stops_at_its_own_limit_and_leaves_the_batch(backend):
     widths = []
     hook = backend.model.register_forward_pre_hook(lambda _m, _a, kw: widths.append(kw["input_ids"].shape[0]),
                                                    with_kwargs=True)
+    backend.draft_tokens = 0  # one token a step, so the steps count the tokens
     try:
         with EosBias(backend, -1e4):
             shared = backend.continue_ids(prompts, greedy, limits=[5, 24, 9])
@@ -225,11 +226,38 @@ def test_each_row_stops_at_its_own_limit_and_leaves_the_batch(backend):
                      for p, n in zip(prompts, [5, 24, 9], strict=True)]
     finally:
         hook.remove()
+        backend.draft_tokens = 4
     assert [g.completion_ids for g in shared] == [g.completion_ids for g in alone]
     assert [len(g.completion_ids) for g in shared] == [5, 24, 9] and {g.finish_reason for g in shared} == {"length"}
     assert widths[:24] == [3] * 5 + [2] * 4 + [1] * 15  # the prefill, then the batch shrinks as rows reach limits
     with pytest.raises(ValueError, match="limits must be one per row"):
         backend.continue_ids(prompts, greedy, limits=[5, 25, 9])
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_drafts_change_the_number_of_steps_and_nothing_else(backend, temperature):
+    """Speculative decoding from n-gram drafts: the same tokens and logprobs as one token a step (each token is drawn
+    from its own uniform, so a draft stands exactly when it is the token drawn), in fewer forwards once earlier replies
+    give the drafts something to copy."""
+    prompts = [backend.render(c) for c in CONVS]
+    params = SamplingParams(max_new_tokens=24, temperature=temperature, top_p=0.9, seed=3)
+    forwards = []
+    hook = backend.model.register_forward_pre_hook(lambda _m, _a, kw: forwards.append(kw["input_ids"].shape[1]),
+                                                   with_kwargs=True)
+    try:
+        backend.draft_tokens = 0
+        with EosBias(backend, -1e4):
+            plain = backend.continue_ids(prompts, params)
+            steps_plain, forwards[:] = len(forwards), []
+            backend.draft_tokens = 4
+            drafted = backend.continue_ids(prompts, params)  # the first call's replies are now earlier replies
+    finally:
+        hook.remove()
+        backend.draft_tokens = 4
+    assert [g.completion_ids for g in drafted] == [g.completion_ids for g in plain]
+    for d, p in zip(drafted, plain, strict=True):
+        assert torch.allclose(torch.tensor(d.logprobs), torch.tensor(p.logprobs), atol=1e-4)
+    assert max(forwards[1:]) == 5 and len(forwards) < steps_plain / 2  # 5: the row's token and 4 drafts
 
 
 def test_immediate_eos_gives_empty_text(backend):

@@ -6,7 +6,12 @@ model's `generation_config` (Qwen3 ships top_k=20), so the distribution actually
 exactly that distribution (docs/architecture.md, "TRL": TRL's `rollout_func` returns `logprobs`). The loop below
 samples from softmax(logits / temperature) restricted to the top-p nucleus and records
 log_softmax(logits / temperature)[token] -- the quantity TRL recomputes for `old_per_token_logps`
-(temperature-scaled, not renormalised over the nucleus); greedy uses raw logits.
+(temperature-scaled, not renormalised over the nucleus); greedy uses raw logits. Each token is drawn by inverting
+the distribution function at a uniform fixed by the call's seed, the row and the token's position (`_uniform`), which
+makes speculative decoding free of any change to what is sampled: a decode step checks up to `draft_tokens` guessed
+tokens (`_Drafts`, n-gram lookup in the row's prompt and reply and in earlier replies) in one forward, and a guess
+stands exactly when it is the token the row draws there, so the tokens are those of one token a step, in fewer
+steps (`benchmarks/drafts.py`).
 
 The trainer passes its PEFT policy model and keeps a frozen evaluator/judge adapter in the same model
 (docs/architecture.md, "TRL"), so every call may name the adapter to generate with; `with_adapter` gives a
@@ -185,23 +190,101 @@ class _Merged:
         return self.model
 
 
-def _sample(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """One decoding step for a batch: (token ids [B], logprob of each under softmax(logits / T)) [B]."""
+def _distribution(logits: torch.Tensor, params: SamplingParams) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log_softmax(logits / T), the probabilities tokens are drawn with: that softmax cut to the top-p nucleus,
+    not renormalised); greedy: the raw log_softmax and the same as its probabilities (only the argmax is used)."""
     logits = logits.float()
     if params.temperature <= 0:
-        tokens = logits.argmax(dim=-1)
         logp = torch.log_softmax(logits, dim=-1)
+        return logp, logp.exp()
+    logp = torch.log_softmax(logits / params.temperature, dim=-1)
+    probs = logp.exp()
+    if params.top_p < 1.0:
+        # nucleus: keep the smallest prefix of the sorted distribution whose mass reaches top_p
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        drop = sorted_p.cumsum(dim=-1) - sorted_p >= params.top_p
+        probs = torch.zeros_like(probs).scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
+    return logp, probs
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _uniform(seed: int, row: int, position: int) -> float:
+    """A uniform draw in [0, 1) fixed by the call's seed, the row and the token's position in the row's reply
+    (splitmix64): a token is drawn the same however many tokens its decode step checked and whichever rows share it."""
+    x = (seed + row * 0x9E3779B97F4A7C15 + (position + 1) * 0xD1B54A32D192ED03) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return ((x ^ (x >> 31)) >> 11) / 2**53
+
+
+def _sample(logits: torch.Tensor, params: SamplingParams, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token per row [B] from its logits [B, V] and its uniform draw `u` [B] (the inverse of the distribution
+    function), and its logprob under softmax(logits / T) [B]; greedy: the argmax."""
+    logp, probs = _distribution(logits, params)
+    if params.temperature <= 0:
+        tokens = probs.argmax(dim=-1)
     else:
-        logp = torch.log_softmax(logits / params.temperature, dim=-1)
-        probs = logp.exp()
-        if params.top_p < 1.0:
-            # nucleus: keep the smallest prefix of the sorted distribution whose mass reaches top_p
-            sorted_p, order = probs.sort(dim=-1, descending=True)
-            drop = sorted_p.cumsum(dim=-1) - sorted_p >= params.top_p
-            sorted_p = sorted_p.masked_fill(drop, 0.0)
-            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
-        tokens = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+        cdf = probs.double().cumsum(dim=-1)
+        tokens = torch.searchsorted(cdf, (u.to(cdf) * cdf[:, -1])[:, None], right=True).squeeze(-1)
+        tokens = tokens.clamp(max=logits.shape[-1] - 1)
     return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
+
+
+class _Drafts:
+    """Draft tokens by n-gram lookup (prompt lookup decoding): the tokens that followed the last occurrence of a row's
+    last 3 (then 2) tokens in its own prompt and reply, else in the replies of earlier calls. smith's replies copy a
+    great deal: a tool call repeats the tool's name and the question from its prompt, an answer the tool's output, a
+    build the function it wrote in earlier steps. Earlier replies are shared by a backend's views."""
+
+    SIZES = (3, 2)
+    KEEP = 256  # earlier replies kept
+
+    def __init__(self) -> None:
+        self.replies: list[list[int]] = []
+        self.index: dict[tuple[int, ...], tuple[list[int], int]] = {}
+
+    @classmethod
+    def add(cls, index: dict[tuple[int, ...], tuple[list[int], int]], tokens: list[int], start: int = 1) -> None:
+        """Index each n-gram of `tokens` that ends before position start.. by the position after it: its first
+        such occurrence (the longest continuation), over what the index held before."""
+        found: dict[tuple[int, ...], tuple[list[int], int]] = {}
+        for p in range(max(start, 1), len(tokens)):
+            for n in cls.SIZES:
+                if p >= n:
+                    found.setdefault(tuple(tokens[p - n:p]), (tokens, p))
+        index.update(found)
+
+    def learn(self, replies: list[list[int]]) -> None:
+        """Index a call's replies; past twice KEEP, the index is rebuilt from the last KEEP."""
+        new = [r for r in replies if r]
+        self.replies += new
+        if len(self.replies) > 2 * self.KEEP:
+            self.replies, self.index = self.replies[-self.KEEP:], {}
+            new = self.replies
+        for reply in new:
+            self.add(self.index, reply)
+
+    def guess(self, own: dict[tuple[int, ...], tuple[list[int], int]], tokens: list[int], k: int) -> list[int]:
+        """Up to `k` tokens to follow `tokens`: of the row's own last occurrence of its last n-gram and the earlier
+        replies', the one whose preceding tokens match `tokens` for longer. A repeat that runs into the row's own
+        end (a loop) continues as the loop would."""
+        for n in self.SIZES:
+            key = tuple(tokens[-n:])
+            hits = [h for h in (own.get(key), self.index.get(key)) if h]
+            if hits:
+                seq, p = max(hits, key=lambda h: _shared_suffix(h[0][: h[1]], tokens))
+                period = len(seq) - p
+                return [seq[p + i % period] for i in range(k)] if seq is tokens else seq[p:p + k]
+        return []
+
+
+def _shared_suffix(a: list[int], b: list[int], cap: int = 32) -> int:
+    n = 0
+    while n < min(len(a), len(b), cap) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
 
 
 class HFBackend(TokenBackend):
@@ -217,9 +300,11 @@ class HFBackend(TokenBackend):
         batch_size: int | None = None,
         adapter: Any = ACTIVE,
         progress: bool | None = None,
+        draft_tokens: int = 4,
     ) -> None:
         """`adapter`: the default for every call -- ACTIVE (model as is), None (adapters off), or a PEFT name.
-        `progress`: a tokens bar inside each generation call that lasts over 2 s (None: on a terminal, rank 0)."""
+        `progress`: a tokens bar inside each generation call that lasts over 2 s (None: on a terminal, rank 0).
+        `draft_tokens`: at most this many guessed tokens checked per decode step (`_Drafts`; 0: one token a step)."""
         self.model = model
         self.progress = progress
         self.tokenizer = tokenizer
@@ -231,6 +316,8 @@ class HFBackend(TokenBackend):
         self.pad_id = int(pad if pad is not None else min(self.eos_ids))
         self._prefixes = _PrefixCache()
         self._merged = _Merged()
+        self._drafts = _Drafts()
+        self.draft_tokens = draft_tokens
 
     @classmethod
     def from_pretrained(
@@ -261,6 +348,7 @@ class HFBackend(TokenBackend):
         view = HFBackend(self.model, self.tokenizer, name=name or f"{self.name}:{adapter or 'base'}",
                          batch_size=self.batch_size, adapter=adapter, progress=self.progress)
         view.eos_ids, view.pad_id, view._merged = self.eos_ids, self.pad_id, self._merged  # one merged copy
+        view._drafts, view.draft_tokens = self._drafts, self.draft_tokens  # one store of earlier replies
         return view
 
     def continue_ids(
@@ -273,9 +361,8 @@ class HFBackend(TokenBackend):
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token; got an empty prompt")
         limits = row_limits(limits, len(prompts), params)
-        gen = torch.Generator(device=self._device())
         # seed None: draw from the global torch RNG so `torch.manual_seed` still makes a run reproducible
-        gen.manual_seed(params.seed if params.seed is not None else int(torch.randint(2**62, (1,)).item()))
+        seed = params.seed if params.seed is not None else int(torch.randint(2**62, (1,)).item())
         size = self.batch_size or max(len(prompts), 1)
         out: list[Generation] = []
         adapter = self.adapter if adapter is ACTIVE else adapter
@@ -286,7 +373,8 @@ class HFBackend(TokenBackend):
             model = self._merged.of(self.model, layers) if layers else self.model
             for start in range(0, len(prompts), size):
                 chunk = [list(map(int, p)) for p in prompts[start : start + size]]
-                out.extend(self._generate(model, chunk, limits[start : start + size], params, gen, state))
+                out.extend(self._generate(model, chunk, limits[start : start + size], params,
+                                          (seed + start * 0x9E3779B97F4A7C15) & _MASK64, state))
         self._prefixes.settle(state)
         return out
 
@@ -339,16 +427,17 @@ class HFBackend(TokenBackend):
                     disable=quiet, dynamic_ncols=True)
 
     @staticmethod
-    def _forward(model: Any, step_ids: torch.Tensor, mask: torch.Tensor, cache: Any) -> torch.Tensor:
-        """The next-token logits of each row, its cache extended by `step_ids`."""
+    def _forward(model: Any, step_ids: torch.Tensor, mask: torch.Tensor, cache: Any, keep: int | None = None
+                 ) -> torch.Tensor:
+        """The next-token logits of each row [B, V], its cache extended by `step_ids`; `keep`: those of the last
+        `keep` positions [B, keep, V] (full-prompt logits would not fit for big vocabs)."""
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
-        return model(
-            input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True,
-            logits_to_keep=1,  # only the last position: full-prompt logits would not fit for big vocabs
-        ).logits[:, -1, :]
+        logits = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                       use_cache=True, logits_to_keep=keep or 1).logits
+        return logits[:, -1, :] if keep is None else logits
 
     def _generate(self, model: Any, prompts: list[list[int]], limits: list[int], params: SamplingParams,
-                  gen: torch.Generator, state: Any) -> list[Generation]:
+                  seed: int, state: Any) -> list[Generation]:
         """Each distinct prompt is prefilled once and its cache copied to the rows that repeat it (a GRPO group's G
         samples, a use group's first turn), then every row decodes in one batch until its end of turn or its limit.
         A prompt that shares a prefix with a row of the previous call (an episode's next turn) prefills only the
@@ -381,62 +470,85 @@ class HFBackend(TokenBackend):
             cache.batch_select_indices(copies)
             mask, logits = mask[copies], logits[copies]
         batch = len(prompts)
-        live = torch.arange(batch, device=device)  # the rows still generating, as indices into the batch
-        room = torch.tensor(limits, device=device)  # each row's token limit
-        eos = torch.tensor(sorted(self.eos_ids), device=device)
-        tokens: list[torch.Tensor] = []
-        logps: list[torch.Tensor] = []
+        live = list(range(batch))  # the rows still generating, in the cache's order
+        said: list[list[int]] = [[] for _ in prompts]  # each row's tokens so far, and their logprobs
+        said_logp: list[list[float]] = [[] for _ in prompts]
+        context = [list(p) for p in prompts]  # prompt + reply, for the drafts
+        own: list[dict[tuple[int, ...], tuple[list[int], int]]] = []
+        for row in range(batch):
+            own.append({})
+            _Drafts.add(own[row], context[row])
 
-        def keep(which: torch.Tensor) -> None:
-            """Keep the cache of the rows at positions `which` of the live batch (they leave it, or it ends)."""
-            rows = live[which]
-            said = torch.stack(tokens[:-1], 1)[rows].tolist() if len(tokens) > 1 else [[] for _ in rows]  # forwarded
-            for i, row, row_said in zip(which.tolist(), rows.tolist(), said, strict=True):
-                valid = mask[i].nonzero().squeeze(1)  # the cache's positions of the row's real tokens
-                self._prefixes.keep(prompts[row] + row_said, [(layer.keys[i][:, valid], layer.values[i][:, valid])
-                                                          for layer in cache.layers])
+        def draws(positions: int) -> torch.Tensor:
+            """Each live row's uniform draws for its next `positions` tokens, row after row."""
+            return torch.tensor([_uniform(seed, row, len(said[row]) + j) for row in live for j in range(positions)],
+                                dtype=torch.float64, device=device)
+
+        def say(row: int, token: int, logp: float) -> bool:
+            """Add a token to the row's reply; whether the row goes on."""
+            said[row].append(token)
+            said_logp[row].append(logp)
+            context[row].append(token)
+            _Drafts.add(own[row], context[row], len(context[row]) - 1)
+            return token not in self.eos_ids and len(said[row]) < limits[row]
+
+        def leave(going: list[bool]) -> None:
+            """Rows that ended leave the batch (their cache kept for the next call); the rest decode without them."""
+            nonlocal live, mask, logits
+            for i, row in enumerate(live):
+                if not going[i]:
+                    valid = mask[i].nonzero().squeeze(1)  # the cache's positions of the row's forwarded tokens
+                    tokens = (prompts[row] + said[row])[: len(valid)]
+                    self._prefixes.keep(tokens, [(layer.keys[i][:, valid[: len(tokens)]],
+                                                  layer.values[i][:, valid[: len(tokens)]]) for layer in cache.layers])
+            still = torch.tensor([i for i, g in enumerate(going) if g], dtype=torch.long, device=device)
+            if len(still) < len(live):
+                live = [live[i] for i in still.tolist()]
+                if live:
+                    cache.batch_select_indices(still)
+                    mask, logits = mask[still], logits[still]
 
         with self._bar(batch) as bar:
-            for i in range(max(limits)):
-                token, logp = _sample(logits, params, gen)
-                tokens.append(torch.full((batch,), self.pad_id, device=device).index_copy(0, live, token))
-                logps.append(torch.zeros(batch, device=device).index_copy(0, live, logp))
-                if not bar.disable:
-                    bar.update(len(live))
-                going = ~torch.isin(token, eos) & (room[live] > i + 1)
-                if not bool(going.all()):  # finished rows leave the batch: the rest decode without them
-                    keep((~going).nonzero().squeeze(1))
-                    if not bool(going.any()):
-                        break
-                    still = going.nonzero().squeeze(1)
-                    cache.batch_select_indices(still)
-                    live, mask, token = live[still], mask[still], token[still]
-                mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype, device=device)], dim=-1)
-                logits = self._forward(model, token[:, None], mask, cache)
+            while live:
+                token, logp = _sample(logits, params, draws(1))
+                leave([say(row, t, lp) for row, t, lp in zip(live, token.tolist(), logp.tolist(), strict=True)])
+                bar.update(len(token))
+                if not live:
+                    break
+                token = torch.tensor([said[row][-1] for row in live], device=device)
+                guesses = [self._drafts.guess(own[row], context[row], min(self.draft_tokens, limits[row]
+                                                                          - len(said[row]))) for row in live]
+                k = max(map(len, guesses))
+                drafts = torch.tensor([g + [-1] * (k - len(g)) for g in guesses], dtype=torch.long,
+                                      device=device).reshape(len(live), k)
+                step = torch.cat([token[:, None], drafts.clamp(min=0)], dim=1)
+                mask = torch.cat([mask, torch.ones(len(live), k + 1, dtype=mask.dtype, device=device)], dim=-1)
+                out = self._forward(model, step, mask, cache, keep=k + 1)
+                if not k:
+                    logits = out[:, 0]
+                    continue
+                # each draft stands while it is the token the row draws there (its own uniform, as without drafts)
+                drawn, drawn_logp = (t.reshape(len(live), k) for t in _sample(out[:, :k].flatten(0, 1), params,
+                                                                              draws(k)))
+                stand = ((drawn == drafts) & (drafts >= 0)).long().cumprod(dim=1).sum(dim=1)
+                going = []
+                for i, row in enumerate(live):
+                    n = int(stand[i])
+                    on = True
+                    for j in range(n):
+                        if on:
+                            on = say(row, int(drafts[i, j]), float(drawn_logp[i, j]))
+                            bar.update(1)
+                    going.append(on)
+                    mask[i, mask.shape[1] - k + n:] = 0  # the drafts that fell: their keys stay, masked out
+                logits = out[torch.arange(len(live), device=device), stand]
+                leave(going)
             bar.refresh()  # the final count, which tqdm's rate limit may not have drawn
-        return self._collect(prompts, limits, tokens, logps)
-
-    def _collect(
-        self, prompts: list[list[int]], limits: list[int], tokens: list[torch.Tensor], logps: list[torch.Tensor]
-    ) -> list[Generation]:
-        """Cut each row at its limit and after its first eos (kept), drop padding, decode."""
-        all_tokens = torch.stack(tokens, dim=1).tolist() if tokens else [[] for _ in prompts]
-        all_logps = torch.stack(logps, dim=1).tolist() if logps else [[] for _ in prompts]
-        out = []
-        for prompt, limit, row, row_logp in zip(prompts, limits, all_tokens, all_logps, strict=True):
-            row = row[:limit]
-            end = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), None)
-            completion = row[:end] if end else row
-            out.append(Generation(
-                text=self.chat_format.decode(completion),
-                prompt_ids=prompt,
-                completion_ids=completion,
-                logprobs=row_logp[: len(completion)],
-                finish_reason="stop" if end else "length",
-                prompt_tokens=len(prompt),
-                completion_tokens=len(completion),
-            ))
-        return out
+        self._drafts.learn(said)
+        return [Generation(text=self.chat_format.decode(reply), prompt_ids=prompt, completion_ids=reply,
+                           logprobs=logp, finish_reason="stop" if reply and reply[-1] in self.eos_ids else "length",
+                           prompt_tokens=len(prompt), completion_tokens=len(reply))
+                for prompt, reply, logp in zip(prompts, said, said_logp, strict=True)]
 
 
 def transformers_generate(backend: HFBackend, prompts: list[list[int]], max_new_tokens: int,
