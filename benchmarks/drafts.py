@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from smith.errors import ConfigError, guarded  # noqa: E402
+from smith.models import resolve_model  # noqa: E402
 from smith.models.base import SamplingParams  # noqa: E402
 from smith.models.hf import HFBackend  # noqa: E402
 from smith.rewards.evaluation import EVALUATOR_SYSTEM  # noqa: E402
@@ -74,13 +75,15 @@ def play(model_dir: str, draft_tokens: int, rows: int) -> dict[str, tuple[float,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=str(ROOT / "checkpoints" / ".cold-start"), help="a model directory")
+    ap.add_argument("--model", default=str(ROOT / "checkpoints" / ".cold-start"),
+                    help="a model SPEC (smith.models); default: the cold start's directory")
     ap.add_argument("--rows", type=int, default=4, help="the recipe's G")
     ap.add_argument("--draft-tokens", type=int, default=4)
     a = ap.parse_args()
-    if not (Path(a.model) / "config.json").is_file():
+    if "/" in a.model and not (Path(a.model) / "config.json").is_file():
         raise ConfigError(f"no model at {a.model}: build the cold start first (python benchmarks/real_step.py)")
-    plain, drafted = play(a.model, 0, a.rows), play(a.model, a.draft_tokens, a.rows)
+    model_dir = str(resolve_model(a.model)[0])
+    plain, drafted = play(model_dir, 0, a.rows), play(model_dir, a.draft_tokens, a.rows)
     for phase in plain:
         (s0, f0, r0), (s1, f1, _) = plain[phase], drafted[phase]
         print(f"drafts phase={phase} plain_s={s0:.1f} drafted_s={s1:.1f} tokens={sum(map(len, r0))} "

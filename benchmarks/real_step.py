@@ -12,7 +12,8 @@ cached; both arms use the same one).
 git revision first, in a temporary worktree, in the same run, so both arms see the same machine. The two arms
 sample different episodes once their floats differ, so the per-arm tokens and tokens/s are printed beside the
 seconds. Last, smith's decode loop against transformers `generate` on the same batch (the recipe's G rows of one
-build prompt, greedy, the same tokens in both): `decode_vs_generate` is generate's seconds over smith's.
+build prompt, greedy, the same tokens in both; each of smith's rounds on a fresh backend, so no earlier reply feeds its
+drafts and no kept prefix its prefill): `decode_vs_generate` is generate's seconds over smith's.
 
     real step <arm> <n> generation=<s> grading=<s> sync=<s> update=<s> total=<s> policy_tokens=<n> tokens/s=<r>
     real_step generation=<s> grading=<s> update=<s> total=<s> tokens/s=<r> speedup=<step> generation_speedup=<x> \
@@ -94,8 +95,9 @@ def decode_vs_generate(model_dir: str, rows: int, new_tokens: int) -> float:
     params = SamplingParams(max_new_tokens=new_tokens, temperature=0.0)
     ours = theirs = float("inf")
     for _ in range(2):  # the faster of two rounds each, alternating
+        fresh = HFBackend(backend.model, backend.tokenizer, progress=False)  # no earlier replies, no kept prefixes
         t0 = time.perf_counter()
-        mine = [g.completion_ids for g in backend.continue_ids(prompts, params)]
+        mine = [g.completion_ids for g in fresh.continue_ids(prompts, params)]
         ours = min(ours, time.perf_counter() - t0)
         t0 = time.perf_counter()
         with torch.no_grad():

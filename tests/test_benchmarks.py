@@ -31,6 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
      r"lora_overhead=[0-9.]+$"),
     ("use_ahead.py", ["--model", "tiny", "--rows", "2", "--build-tokens", "24", "--turn-tokens", "8", "--rounds", "1"],
      r"use_ahead rows=2\+2 separate_s=[0-9.]+ together_s=[0-9.]+ speedup=([0-9.]+)$"),
+    ("attention.py", ["--model", "tiny", "--batch", "2", "3", "--context", "16", "--steps", "2", "--rounds", "1"],
+     r"attention batches=2,3 speedup=[0-9.]+ speedup_widest=[0-9.]+ update_speedup=([0-9.]+)$"),
+    ("merged_lora.py", ["--model", "tiny", "--rows", "2", "--new-tokens", "8", "--rounds", "1"],
+     r"merged_lora rows=2 unmerged_s=[0-9.]+ merged_s=[0-9.]+ tokens=[0-9]+ same_tokens=True copy_s=[0-9.]+ "
+     r"rewrite_s=[0-9.]+ speedup=([0-9.]+)$"),
+    ("drafts.py", ["--model", "tiny", "--rows", "2"],
+     r"drafts same_tokens=True plain_s=[0-9.]+ drafted_s=[0-9.]+ speedup=([0-9.]+)$"),
     ("startup.py", ["--module", "smith.errors", "--rounds", "1"],
      r"startup module=smith.errors compiled_s=[0-9.]+ from_source_s=[0-9.]+ speedup=([0-9.]+)"),
 ])

@@ -267,7 +267,7 @@ class _Drafts:
             self.add(self.index, reply)
 
     def guess(self, own: dict[tuple[int, ...], tuple[list[int], int]], tokens: list[int], k: int) -> list[int]:
-        """Up to `k` tokens to follow `tokens`: of the row's own last occurrence of its last n-gram and the earlier
+        """Up to `k` tokens to follow `tokens`: of the row's own occurrence of its last n-gram and the earlier
         replies', the one whose preceding tokens match `tokens` for longer. A repeat that runs into the row's own
         end (a loop) continues as the loop would."""
         for n in self.SIZES:
