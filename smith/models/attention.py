@@ -4,9 +4,9 @@ transformers copies every key and value head out to the query heads' count (`rep
 and per forward) whenever an attention mask is passed, because CUDA's SDPA falls back to its slow math kernel for GQA
 under a mask. CPU's SDPA kernel takes GQA and a mask together and gives the same numbers to the bit. Every batch
 smith decodes has a mask (rows of distinct prompts are left-padded, a reused prefix leaves holes), so on CPU that copy
-was most of a decode step's attention: SmolLM2-135M (9 query heads, 3 key-value heads) at 16 padded rows after 600
-tokens decoded a step 4x slower than unpadded (`benchmarks/attention.py`). Everything else (CUDA, no mask, no GQA)
-is transformers' own `sdpa`. Every model smith loads uses it (`attn_implementation=SDPA_GQA`)."""
+was most of a decode step's attention: SmolLM2-135M (9 query heads, 3 key-value heads) decoding 16 padded rows
+after 600 tokens took 1.6x as long a step with the copy as without it (`benchmarks/attention.py`). Everything else
+(CUDA, no mask, no GQA) is transformers' own `sdpa`. Every model smith loads uses it (`attn_implementation=SDPA_GQA`)."""
 
 from __future__ import annotations
 
