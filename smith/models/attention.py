@@ -6,7 +6,8 @@ under a mask. CPU's SDPA kernel takes GQA and a mask together and gives the same
 smith decodes has a mask (rows of distinct prompts are left-padded, a reused prefix leaves holes), so on CPU that copy
 was most of a decode step's attention: SmolLM2-135M (9 query heads, 3 key-value heads) decoding 16 padded rows
 after 600 tokens took 1.6x as long a step with the copy as without it (`benchmarks/attention.py`). Everything else
-(CUDA, no mask, no GQA) is transformers' own `sdpa`. Every model smith loads uses it (`attn_implementation=SDPA_GQA`)."""
+(CUDA, no mask, no GQA) is transformers' own `sdpa`. Every model smith loads uses it
+(`attn_implementation=SDPA_GQA`)."""
 
 from __future__ import annotations
 
