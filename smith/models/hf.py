@@ -233,8 +233,8 @@ def _sample(logits: torch.Tensor, params: SamplingParams, u: torch.Tensor) -> tu
 
 
 class _Drafts:
-    """Draft tokens by n-gram lookup (prompt lookup decoding): the tokens that followed the last occurrence of a row's
-    last 3 (then 2) tokens in its own prompt and reply, else in the replies of earlier calls. smith's replies copy a
+    """Draft tokens by n-gram lookup (prompt lookup decoding): the tokens that followed an occurrence of a row's last
+    3 (then 2) tokens in its own prompt and reply or in the replies of earlier calls (`guess`). smith's replies copy a
     great deal: a tool call repeats the tool's name and the question from its prompt, an answer the tool's output, a
     build the function it wrote in earlier steps. Earlier replies are shared by a backend's views."""
 
