@@ -533,12 +533,12 @@ class HFBackend(TokenBackend):
                 stand = ((drawn == drafts) & (drafts >= 0)).long().cumprod(dim=1).sum(dim=1)
                 going = []
                 for i, row in enumerate(live):
-                    n = int(stand[i])
-                    on = True
+                    n, on = int(stand[i]), True
                     for j in range(n):
-                        if on:
-                            on = say(row, int(drafts[i, j]), float(drawn_logp[i, j]))
-                            bar.update(1)
+                        on = say(row, int(drafts[i, j]), float(drawn_logp[i, j]))
+                        bar.update(1)
+                        if not on:
+                            break
                     going.append(on)
                     mask[i, mask.shape[1] - k + n:] = 0  # the drafts that fell: their keys stay, masked out
                 logits = out[torch.arange(len(live), device=device), stand]
