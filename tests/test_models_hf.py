@@ -280,6 +280,21 @@ def test_seeded_sampling_is_reproducible(backend):
     assert a == b
 
 
+def test_a_row_samples_the_same_on_its_stream_whatever_shares_its_batch(backend):
+    """A seeded row draws from (seed, its stream) alone: moved, or batched with other rows, it samples the same
+    tokens; another stream samples others."""
+    params = SamplingParams(16, 1.0, 1.0, seed=5)
+    prompts = [backend.render(c) for c in CONVS[:3]]
+    alone = backend.continue_ids([prompts[1]], params, streams=[7])[0].completion_ids
+    batched = backend.continue_ids([prompts[2], prompts[0], prompts[1]], params, streams=[0, 3, 7])
+    assert batched[2].completion_ids == alone
+    assert backend.continue_ids([prompts[1]], params, streams=[8])[0].completion_ids != alone
+    assert [g.completion_ids for g in backend.continue_ids(prompts, params)] == [
+        g.completion_ids for g in backend.continue_ids(prompts, params, streams=[0, 1, 2])]  # default: the index
+    with pytest.raises(ValueError, match="one per row"):
+        backend.continue_ids(prompts, params, streams=[0])
+
+
 def test_top_p_restricts_to_the_nucleus(backend):
     # top_p tiny -> only the most likely token survives: identical to greedy, but logprobs use logits / T
     nucleus = backend.chat([CONVS[0]], None, SamplingParams(12, temperature=0.5, top_p=1e-6, seed=1))[0]

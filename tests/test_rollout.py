@@ -449,6 +449,33 @@ def test_real_tiny_model_rollout_shapes(tiny_model_dir, sandbox, bank):
         assert not math.isnan(s.rewards["format" if s.kind == "build" else "use"])
 
 
+def test_a_run_and_its_control_draw_the_same_randomness_for_the_same_sample(tiny_model_dir, sandbox, bank):
+    """Common random numbers: with the same rng, each sampled row draws from (the step's seed, its sample's place), so
+    the build samples come out the same whether the use half builds first (empty pool: its inner builds join the
+    build batch) or calls a pool tool, and another rng draws others."""
+    from smith.models.hf import HFBackend
+
+    policy = HFBackend.from_pretrained(tiny_model_dir)
+    stocked = ToolPool()
+    stocked.admit(PoolEntry("spell_backward", ToolSpec(REVERSE, SCHEMA, "spell_backward"), 1.0))
+
+    def builds(pool, seed):
+        ro = make(policy, sandbox, pool, max_turns=2)
+        ro.conf.dapo.max_completion_length = 24
+        use = UseTask("spell_backward", bank[("spell_backward", "easy")][:4], bank[("spell_backward", "hard")][0])
+        try:
+            samples = ro.run([build_task(bank)] * 3, [use] * 2, random.Random(seed))
+        finally:
+            ro.close()
+        return [s.completion_ids for s in samples[:3]], samples[3:]
+
+    first, inner = builds(ToolPool(), 0)
+    again, menu = builds(stocked, 0)
+    assert first == again and len(set(map(tuple, first))) > 1  # the same samples, and a group's rows still differ
+    assert "inner_build" in inner[0].trace and "menu" in menu[0].trace  # the use halves took different paths
+    assert builds(ToolPool(), 1)[0] != first
+
+
 def test_large_pool_menus_come_from_the_retriever(tok, sandbox, bank):
     from smith.pool.retrieval.retriever import AdaptiveRetriever
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from sandbox import FAULT, run_pure
-from smith.models.base import Generation, SamplingParams, clip_generation
+from smith.models.base import Generation, SamplingParams, clip_generation, derive_seed
 from smith.models.chat_format import ParsedToolCalls, Reply, ReplyFormat, format_of
 from smith.toolspec import ToolSpec
 
@@ -70,6 +70,7 @@ class Episode:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     ahead: Generation | None = None  # its next reply, generated before `play` in a batch shared with other rows
+    stream: int | None = None  # its random stream in a seeded batch (`row_streams`); None: its row's index
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:
@@ -152,7 +153,8 @@ def play(
 ) -> None:
     """Play every open episode (`end is None`) to its end, all open ones batched per turn; the episodes of one
     call are all token level (the backend needs `continue_ids` and `tokenizer`) or all message level (it
-    needs `chat`)."""
+    needs `chat`). With `params.seed`, turn t is seeded `derive_seed(seed, t)`, each row on its episode's
+    `stream` when every one has one."""
     if max_turns < 1:
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
     fmt = format_of(backend)
@@ -163,7 +165,8 @@ def play(
         active = [e for e in episodes if e.end is None]
         if not active:
             return
-        gens = _generate(active, backend, params)
+        gens = _generate(active, backend, params if params.seed is None else
+                         replace(params, seed=derive_seed(params.seed, turn)))
         pending: list[tuple[Episode, ParsedToolCalls]] = []
         for e, g in zip(active, gens, strict=True):
             reply = _take_reply(e, g, turn, fmt)
@@ -198,9 +201,11 @@ def _generate(active: list[Episode], backend: Any, params: SamplingParams) -> li
         return backend.chat([e.transcript for e in active], [e.tools for e in active], params)
     limits = [turn_limit(e, params) for e in active]
     todo = [(e, n) for e, n in zip(active, limits, strict=True) if e.ahead is None]
+    keyed = todo and all(e.stream is not None for e, _ in todo)
+    streams = {"streams": [e.stream for e, _ in todo]} if keyed else {}
     gens = iter(backend.continue_ids([e.transcript.prompt_ids + e.transcript.completion_ids for e, _ in todo],
                                      replace(params, max_new_tokens=max(n for _, n in todo)),
-                                     limits=[n for _, n in todo]) if todo else [])
+                                     limits=[n for _, n in todo], **streams) if todo else [])
     out = []
     for e, n in zip(active, limits, strict=True):
         if e.ahead is None:

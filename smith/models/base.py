@@ -33,7 +33,36 @@ class SamplingParams:
     max_new_tokens: int = 512
     temperature: float = 0.0  # 0 means greedy
     top_p: float = 1.0
-    seed: int | None = None
+    seed: int | None = None  # the call's; a row draws from (seed, its stream: `row_streams`)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def mix64(x: int) -> int:
+    """splitmix64's finaliser: a 64-bit integer whose bits all depend on every bit of `x`."""
+    x &= _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def derive_seed(seed: int, k: int) -> int:
+    """The seed of a call's `k`-th sub-call (an episode's turn k), distinct for every k and apart from `seed`."""
+    return mix64(seed + (k + 1) * 0x9E3779B97F4A7C15) >> 2
+
+
+def row_streams(streams: Sequence[int] | None, rows: int) -> list[int]:
+    """Each row's random stream in a seeded `continue_ids` batch: `streams` (one per row), or the row's index. A row
+    draws its tokens from (the call's seed, its stream) alone, so two calls that give it the same pair sample it
+    alike whatever else they batch: the rollout keys a row by its sample's place in the step, so a run and its
+    control draw the same randomness for the same sample (common random numbers, docs/training.md)."""
+    if streams is None:
+        return list(range(rows))
+    streams = [int(s) for s in streams]
+    if len(streams) != rows:
+        raise ValueError(f"streams must be one per row ({rows}); got {len(streams)}")
+    return streams
 
 
 def row_limits(limits: Sequence[int] | None, rows: int, params: SamplingParams) -> list[int]:

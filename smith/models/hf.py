@@ -7,11 +7,11 @@ exactly that distribution (docs/architecture.md, "TRL": TRL's `rollout_func` ret
 samples from softmax(logits / temperature) restricted to the top-p nucleus and records
 log_softmax(logits / temperature)[token] -- the quantity TRL recomputes for `old_per_token_logps`
 (temperature-scaled, not renormalised over the nucleus); greedy uses raw logits. Each token is drawn by inverting
-the distribution function at a uniform fixed by the call's seed, the row and the token's position (`_uniform`), which
-makes speculative decoding free of any change to what is sampled: a decode step checks up to `draft_tokens` guessed
-tokens (`_Drafts`, n-gram lookup in the row's prompt and reply and in earlier replies) in one forward, and a guess
-stands exactly when it is the token the row draws there, so the tokens are those of one token a step, in fewer
-steps (`benchmarks/drafts.py`).
+the distribution function at a uniform fixed by the call's seed, the row's stream and the token's position
+(`_uniform`), which makes speculative decoding free of any change to what is sampled: a decode step checks up to
+`draft_tokens` guessed tokens (`_Drafts`, n-gram lookup in the row's prompt and reply and in earlier replies) in one
+forward, and a guess stands exactly when it is the token the row draws there, so the tokens are those of one token a
+step, in fewer steps (`benchmarks/drafts.py`).
 
 The trainer passes its PEFT policy model and keeps a frozen evaluator/judge adapter in the same model
 (docs/architecture.md, "TRL"), so every call may name the adapter to generate with; `with_adapter` gives a
@@ -31,7 +31,7 @@ from transformers.cache_utils import Cache, DynamicLayer
 
 from smith.errors import ConfigError
 from smith.models.attention import SDPA_GQA
-from smith.models.base import Generation, SamplingParams, TokenBackend, row_limits
+from smith.models.base import Generation, SamplingParams, TokenBackend, mix64, row_limits, row_streams
 from smith.models.chat_format import chat_format
 
 
@@ -207,16 +207,11 @@ def _distribution(logits: torch.Tensor, params: SamplingParams) -> tuple[torch.T
     return logp, probs
 
 
-_MASK64 = (1 << 64) - 1
-
-
-def _uniform(seed: int, row: int, position: int) -> float:
-    """A uniform draw in [0, 1) fixed by the call's seed, the row and the token's position in the row's reply
-    (splitmix64): a token is drawn the same however many tokens its decode step checked and whichever rows share it."""
-    x = (seed + row * 0x9E3779B97F4A7C15 + (position + 1) * 0xD1B54A32D192ED03) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return ((x ^ (x >> 31)) >> 11) / 2**53
+def _uniform(seed: int, stream: int, position: int) -> float:
+    """A uniform draw in [0, 1) fixed by the call's seed, the row's stream (`row_streams`) and the token's position in
+    the row's reply (splitmix64): a token is drawn the same however many tokens its decode step checked and whichever
+    rows share it."""
+    return (mix64(seed + stream * 0x9E3779B97F4A7C15 + (position + 1) * 0xD1B54A32D192ED03) >> 11) / 2**53
 
 
 def _sample(logits: torch.Tensor, params: SamplingParams, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -353,14 +348,16 @@ class HFBackend(TokenBackend):
 
     def continue_ids(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None, *, adapter: Any = ACTIVE,
-        limits: Sequence[int] | None = None,
+        limits: Sequence[int] | None = None, streams: Sequence[int] | None = None,
     ) -> list[Generation]:
         """Generate from explicit token-id prefixes (multi-turn episodes append tool tokens, no re-templating).
-        `limits`: each row's own token limit (`row_limits`); its row leaves the batch there."""
+        `limits`: each row's own token limit (`row_limits`); its row leaves the batch there. `streams`: each row's
+        random stream (`row_streams`)."""
         params = params or SamplingParams()
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token; got an empty prompt")
         limits = row_limits(limits, len(prompts), params)
+        streams = row_streams(streams, len(prompts))
         # seed None: draw from the global torch RNG so `torch.manual_seed` still makes a run reproducible
         seed = params.seed if params.seed is not None else int(torch.randint(2**62, (1,)).item())
         size = self.batch_size or max(len(prompts), 1)
@@ -373,8 +370,8 @@ class HFBackend(TokenBackend):
             model = self._merged.of(self.model, layers) if layers else self.model
             for start in range(0, len(prompts), size):
                 chunk = [list(map(int, p)) for p in prompts[start : start + size]]
-                out.extend(self._generate(model, chunk, limits[start : start + size], params,
-                                          (seed + start * 0x9E3779B97F4A7C15) & _MASK64, state))
+                out.extend(self._generate(model, chunk, limits[start : start + size], params, seed,
+                                          streams[start : start + size], state))
         self._prefixes.settle(state)
         return out
 
@@ -437,7 +434,7 @@ class HFBackend(TokenBackend):
         return logits[:, -1, :] if keep is None else logits
 
     def _generate(self, model: Any, prompts: list[list[int]], limits: list[int], params: SamplingParams,
-                  seed: int, state: Any) -> list[Generation]:
+                  seed: int, streams: list[int], state: Any) -> list[Generation]:
         """Each distinct prompt is prefilled once and its cache copied to the rows that repeat it (a GRPO group's G
         samples, a use group's first turn), then every row decodes in one batch until its end of turn or its limit.
         A prompt that shares a prefix with a row of the previous call (an episode's next turn) prefills only the
@@ -481,8 +478,8 @@ class HFBackend(TokenBackend):
 
         def draws(positions: int) -> torch.Tensor:
             """Each live row's uniform draws for its next `positions` tokens, row after row."""
-            return torch.tensor([_uniform(seed, row, len(said[row]) + j) for row in live for j in range(positions)],
-                                dtype=torch.float64, device=device)
+            return torch.tensor([_uniform(seed, streams[row], len(said[row]) + j)
+                                 for row in live for j in range(positions)], dtype=torch.float64, device=device)
 
         def say(row: int, token: int, logp: float) -> bool:
             """Add a token to the row's reply; whether the row goes on."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from smith.models.base import Generation, SamplingParams, TokenBackend, row_limits
+from smith.models.base import Generation, SamplingParams, TokenBackend, row_limits, row_streams
 from smith.models.hf import ACTIVE, eos_ids_of
 
 
@@ -105,13 +105,14 @@ class VLLMBackend(TokenBackend):
 
     def continue_ids(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None, *, adapter: Any = ACTIVE,
-        limits: Sequence[int] | None = None,
+        limits: Sequence[int] | None = None, streams: Sequence[int] | None = None,
     ) -> list[Generation]:
-        """Generate from explicit token-id prefixes; seed s becomes s + i per prompt so a group still varies.
-        `limits`: each row's own token limit (`row_limits`)."""
+        """Generate from explicit token-id prefixes; seed s becomes s + the row's stream (`row_streams`: its index
+        unless given) so a group still varies. `limits`: each row's own token limit (`row_limits`)."""
         vllm = import_vllm()
         params = params or SamplingParams()
         limits = row_limits(limits, len(prompts), params)
+        streams = row_streams(streams, len(prompts))
         adapter = self.adapter if adapter is ACTIVE else adapter
         if adapter is not None and adapter not in self._adapters:
             raise ValueError(f"adapter {adapter!r} not registered; known: {', '.join(self._adapters) or 'none'}")
@@ -121,7 +122,7 @@ class VLLMBackend(TokenBackend):
                 temperature=params.temperature,
                 top_p=params.top_p,
                 max_tokens=limits[i],
-                seed=None if params.seed is None else params.seed + i,
+                seed=None if params.seed is None else (params.seed + streams[i]) & (2**63 - 1),
                 logprobs=0,
                 stop_token_ids=sorted(self.eos_ids),
                 skip_special_tokens=True,

@@ -23,7 +23,7 @@ from typing import Any
 from sandbox import FAULT
 from smith.config import TrainConfig
 from smith.episodes import Episode, menu_executor, play, turn_limit
-from smith.models.base import Metered, SamplingParams
+from smith.models.base import Metered, SamplingParams, derive_seed
 from smith.models.chat_format import without_reasoning
 from smith.pool import PoolEntry, ToolPool, menu_names
 from smith.rewards import AXES
@@ -130,6 +130,7 @@ class Rollout:
         self.retriever = retriever
         self.last_grading_seconds = 0.0
         self._step = 0
+        self._seed = 0  # the step's sampling seed (`run`)
         self.catalog = catalog or load_catalog()
 
     def close(self) -> None:
@@ -144,7 +145,13 @@ class Rollout:
         graded in one evaluator and one judge batch (their seconds: `last_grading_seconds`); then the use episodes
         are played on. `step` (the trainer's) stamps admitted tools and seeds each group's menu."""
         self._step = step
+        # common random numbers: every sampled row draws from (this seed, its sample's place in the step), so two
+        # runs with the same rng (a run and its learning-rate-0 control) sample the same sample alike, whatever
+        # else their batches hold (`row_streams`)
+        self._seed = rng.getrandbits(62)
         uses, episodes = self._use_starts(use, rng)
+        for j, e in enumerate(episodes):
+            e.stream = len(build) + j
         inner = [e for e in episodes if not e.menu]
         samples, replies = self._build_replies(build, inner, [e for e in episodes if e.menu])
         t0 = time.perf_counter()
@@ -155,9 +162,9 @@ class Rollout:
         return samples[: len(build)] + uses
 
     # -- build ---------------------------------------------------------------------------------------
-    def _params(self, max_new_tokens: int) -> SamplingParams:
+    def _params(self, max_new_tokens: int, seed: int | None = None) -> SamplingParams:
         return SamplingParams(max_new_tokens=max(1, max_new_tokens), temperature=self.conf.dapo.temperature,
-                              top_p=self.conf.dapo.top_p)
+                              top_p=self.conf.dapo.top_p, seed=seed)
 
     def _build_replies(self, build: Sequence[BuildTask], inner: list[Episode], ready: list[Episode]
                        ) -> tuple[list[Sample], list[tuple[BuildTask, Any, Any]]]:
@@ -167,11 +174,12 @@ class Rollout:
         tasks = [*build, *(BuildTask(e.key.category, e.key.examples, e.key.heldout) for e in inner)]
         prompts = [self.policy.render(build_messages(t.examples)) for t in build]
         prompts += [e.transcript.prompt_ids for e in inner]
-        params = self._params(self.conf.dapo.max_completion_length)
+        params = self._params(self.conf.dapo.max_completion_length, self._seed)
         turn = self._params(self._turn_tokens())
         limits = [params.max_new_tokens] * len(prompts) + [turn_limit(e, turn) for e in ready]
+        streams = [*range(len(build)), *(e.stream for e in inner), *(e.stream for e in ready)]
         gens = self.policy.continue_ids(prompts + [e.transcript.prompt_ids for e in ready], params,
-                                        limits=limits) if limits else []
+                                        limits=limits, streams=streams) if limits else []
         for e, g in zip(ready, gens[len(prompts):], strict=True):
             e.ahead = g
         gens = gens[: len(prompts)]
@@ -344,7 +352,8 @@ class Rollout:
     def _play_uses(self, samples: list[Sample], episodes: list[Episode]) -> None:
         """Play the use episodes (multi-turn, on the episode engine, each turn within its budget) and score them."""
         execute = menu_executor(self.sandbox, self.limits, self.conf.use.max_tool_output_chars, self._executor)
-        play(episodes, self.policy, self._params(self._turn_tokens()), self.conf.use.max_turns, execute)
+        play(episodes, self.policy, self._params(self._turn_tokens(), derive_seed(self._seed, 0)),
+             self.conf.use.max_turns, execute)
         for s, e in zip(samples, episodes, strict=True):
             s.truncated = e.truncated
             self._score_use(s, e)

@@ -186,8 +186,10 @@ class ServedAdapter(TokenBackend):
         self.client = httpx.Client(base_url=url, timeout=3600)
 
     def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
-                     limits: Sequence[int] | None = None) -> list[Generation]:
-        """One completions request for the batch; a row with its own limit (`row_limits`) is cut there."""
+                     limits: Sequence[int] | None = None, streams: Sequence[int] | None = None) -> list[Generation]:
+        """One completions request for the batch; a row with its own limit (`row_limits`) is cut there. The server
+        draws every row's randomness: a request has one `seed` field for all its prompts, which would give a group's
+        samples the same draws, so neither `params.seed` nor `streams` is sent."""
         params = params or SamplingParams()
         prompts = [[int(t) for t in p] for p in prompts]
         if not prompts:
@@ -195,7 +197,7 @@ class ServedAdapter(TokenBackend):
         limits = row_limits(limits, len(prompts), params)
         r = self.client.post("/v1/completions", json={
             "model": self.served, "prompt": prompts, "max_tokens": params.max_new_tokens,
-            "temperature": params.temperature, "top_p": params.top_p, "seed": params.seed, "logprobs": 0,
+            "temperature": params.temperature, "top_p": params.top_p, "logprobs": 0,
             "return_token_ids": True, "stop_token_ids": sorted(self.eos_ids), "skip_special_tokens": True})
         r.raise_for_status()
         out = []
@@ -228,8 +230,9 @@ class TRLVLLMPolicy(TokenBackend):
             self.client = VLLMClient(base_url=url, connection_timeout=self.vllm.server_timeout)
 
     def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
-                     limits: Sequence[int] | None = None) -> list[Generation]:
-        """One generate request for the batch; a row with its own limit (`row_limits`) is cut there."""
+                     limits: Sequence[int] | None = None, streams: Sequence[int] | None = None) -> list[Generation]:
+        """One generate request for the batch; a row with its own limit (`row_limits`) is cut there. TRL's server
+        takes no seed: it draws every row's randomness (`params.seed` and `streams` are not used)."""
         params = params or SamplingParams()
         prompts = [list(p) for p in prompts]
         limits = row_limits(limits, len(prompts), params)
