@@ -1,6 +1,7 @@
 """Does SMITH make real weights better? `recipe=smollm2-135m` (SmolLM2-135M-Instruct after its cold start) trained
 per seed twice from the one cold start, side by side (one thread each): smith with the paper's loop (the self
-evaluator re-synced every step, refill) and a learning-rate-0 control on the same task stream. Then held-out
+evaluator re-synced every step, refill) and a learning-rate-0 control on the same task stream, with the same random
+draws for the same sample (the rollout's common random numbers, `smith.models.base.row_streams`). Then held-out
 `build_use` accuracy (`eval.py suite=rg mode=build_use`, 2 distractor tools as in training) of both final
 checkpoints and of the cold start alone, on the trained (seen) categories and on `--unseen` ones, with Wilson 95%
 intervals. The held-out builds are greedy by default. `eval.py`'s build_use mode builds one tool per category and

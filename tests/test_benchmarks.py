@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
      r"rewrite_s=[0-9.]+ speedup=([0-9.]+)$"),
     ("drafts.py", ["--model", "tiny", "--rows", "2"],
      r"drafts same_tokens=True plain_s=[0-9.]+ drafted_s=[0-9.]+ speedup=([0-9.]+)$"),
+    ("shared_prefix.py", ["--model", "tiny", "--tools", "2", "--questions", "2"],
+     r"shared_prefix same_tokens=True whole_s=[0-9.]+ shared_s=[0-9.]+ speedup=([0-9.]+)$"),
     ("startup.py", ["--module", "smith.errors", "--rounds", "1"],
      r"startup module=smith.errors compiled_s=[0-9.]+ from_source_s=[0-9.]+ speedup=([0-9.]+)"),
 ])

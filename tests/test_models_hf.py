@@ -190,6 +190,32 @@ def test_a_next_turn_prefills_only_the_tokens_it_adds(backend):
         hook.remove()
 
 
+def test_prompts_of_one_call_forward_the_prefix_they_share_once(backend):
+    """Distinct prompts of one call sharing a long prefix (the evaluator's questions to one tool: its system and
+    tools) forward it once, then each its own rest; the tokens and logprobs are those of prefilling each whole."""
+    system = {"role": "system", "content": "You call the one tool you are given, then answer with its output. " * 8}
+    prompts = [backend.render([system, {"role": "user", "content": q}])
+               for q in ("What is 2 + 2?", "Spell cat backwards.", "Name a prime below 10.")]
+    shared = next(i for i, column in enumerate(zip(*prompts, strict=False)) if len(set(column)) > 1)
+    greedy = SamplingParams(max_new_tokens=12, temperature=0.0)
+    widths = []
+    hook = backend.model.register_forward_pre_hook(lambda _m, _a, kw: widths.append(kw["input_ids"].shape),
+                                                   with_kwargs=True)
+    try:
+        ours = HFBackend(backend.model, backend.tokenizer).continue_ids(prompts, greedy)
+        assert widths[:2] == [(1, shared), (3, max(len(p) for p in prompts) - shared)]
+        whole = HFBackend(backend.model, backend.tokenizer)
+        whole._prefixes.MIN_TRUNK = 10**9  # no sharing: each prompt prefilled whole
+        widths.clear()
+        theirs = whole.continue_ids(prompts, greedy)
+        assert widths[0] == (3, max(map(len, prompts)))
+    finally:
+        hook.remove()
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.completion_ids == b.completion_ids
+        assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
+
+
 def test_eos_cuts_each_row_and_keeps_the_eos_token(backend):
     params = SamplingParams(max_new_tokens=10, temperature=1.0, seed=11)
     with EosBias(backend, 5.5):  # ~10% eos per step: some rows stop early, some run to the cap

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -109,6 +110,7 @@ class _PrefixCache:
 
     LIMIT_BYTES = 1 << 30  # rows past it are not kept (they are prefilled again, as without the cache)
     MIN_SHARED = 16  # a shorter common prefix is prefilled again (not worth a cache copy)
+    MIN_TRUNK = 64  # a prefix shared within a call is prefilled apart only when longer (not worth a forward)
 
     def __init__(self) -> None:
         self.state: Any = None
@@ -136,6 +138,26 @@ class _PrefixCache:
         if self.fresh_bytes + size <= self.LIMIT_BYTES:
             self.fresh.append((torch.tensor(tokens), layers))
             self.fresh_bytes += size
+
+    def trunks(self, prompts: list[list[int]], state: Any) -> list[list[int]]:
+        """The prefixes that two or more of one call's `prompts` share (each prompt's longest with another, its last
+        token left to prefill), where at least MIN_TRUNK tokens longer than what a kept row already gives it."""
+        shared = [0] * len(prompts)
+        order = sorted(range(len(prompts)), key=lambda i: prompts[i][:-1])
+        for a, b in itertools.pairwise(order):  # a prompt's longest common prefix is with a neighbour
+            n = _shared_prefix(prompts[a][:-1], prompts[b][:-1])
+            shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
+        out: dict[tuple[int, ...], None] = {}
+        for p, n in zip(prompts, shared, strict=True):
+            if n >= (self.find(p, state) or (0,))[0] + self.MIN_TRUNK:
+                out.setdefault(tuple(p[:n]))
+        return [list(t) for t in out]
+
+    def hold(self, tokens: list[int], layers: list[tuple[torch.Tensor, torch.Tensor]], state: Any) -> None:
+        """A shared prefix computed for the call now running (`HFBackend._share`): found by it, not kept past it."""
+        if state != self.state:
+            self.state, self.rows = state, []
+        self.rows.append((torch.tensor(tokens), layers))
 
     def settle(self, state: Any) -> None:
         """The rows kept during the call that just ended replace the previous call's."""
@@ -273,6 +295,10 @@ class _Drafts:
                 period = len(seq) - p
                 return [seq[p + i % period] for i in range(k)] if seq is tokens else seq[p:p + k]
         return []
+
+
+def _shared_prefix(a: list[int], b: list[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def _shared_suffix(a: list[int], b: list[int], cap: int = 32) -> int:
@@ -433,16 +459,23 @@ class HFBackend(TokenBackend):
                        use_cache=True, logits_to_keep=keep or 1).logits
         return logits[:, -1, :] if keep is None else logits
 
-    def _generate(self, model: Any, prompts: list[list[int]], limits: list[int], params: SamplingParams,
-                  seed: int, streams: list[int], state: Any) -> list[Generation]:
-        """Each distinct prompt is prefilled once and its cache copied to the rows that repeat it (a GRPO group's G
-        samples, a use group's first turn), then every row decodes in one batch until its end of turn or its limit.
-        A prompt that shares a prefix with a row of the previous call (an episode's next turn) prefills only the
-        rest (`_PrefixCache`); every row's cache is kept for the next call."""
+    def _share(self, model: Any, distinct: list[list[int]], state: Any) -> None:
+        """Prefill once, as rows of the prefix cache, each prefix that distinct prompts of a call share beyond what
+        the cache holds (`_PrefixCache.trunks`: the evaluator's questions to one tool share its system and tools,
+        the judge's prompts its instructions), so each prompt prefills only its own rest."""
+        trunks = self._prefixes.trunks(distinct, state)
+        if not trunks:
+            return
+        cache, mask, _ = self._prefill(model, trunks, state)
+        for i, tokens in enumerate(trunks):
+            valid = mask[i].nonzero().squeeze(1)
+            self._prefixes.hold(tokens, [(layer.keys[i][:, valid], layer.values[i][:, valid])
+                                         for layer in cache.layers], state)
+
+    def _prefill(self, model: Any, distinct: list[list[int]], state: Any) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """The cache, attention mask and next-token logits of `distinct` prompts, each forwarding only what the
+        prefix cache does not hold."""
         device = self._device()
-        first: dict[tuple[int, ...], int] = {}
-        rows = [first.setdefault(tuple(p), len(first)) for p in prompts]  # each row's distinct prompt
-        distinct = [list(p) for p in first]
         found = [self._prefixes.find(p, state) for p in distinct]
         held = [f[0] if f else 0 for f in found]  # tokens whose keys and values are already known
         room = max(held)
@@ -461,7 +494,21 @@ class HFBackend(TokenBackend):
                     if f:
                         keys[r, :, room - h:], values[r, :, room - h:] = (t[:, :h] for t in f[1][j])
                 cache.update(keys, values, j)
-        logits = self._forward(model, ids, mask, cache)
+        return cache, mask, self._forward(model, ids, mask, cache)
+
+    def _generate(self, model: Any, prompts: list[list[int]], limits: list[int], params: SamplingParams,
+                  seed: int, streams: list[int], state: Any) -> list[Generation]:
+        """Each distinct prompt is prefilled once and its cache copied to the rows that repeat it (a GRPO group's G
+        samples, a use group's first turn), then every row decodes in one batch until its end of turn or its limit.
+        A prompt that shares a prefix with a row of the previous call (an episode's next turn) or with other prompts
+        of this one (`_share`) prefills only the rest (`_PrefixCache`); every row's cache is kept for the next
+        call."""
+        device = self._device()
+        first: dict[tuple[int, ...], int] = {}
+        rows = [first.setdefault(tuple(p), len(first)) for p in prompts]  # each row's distinct prompt
+        distinct = [list(p) for p in first]
+        self._share(model, distinct, state)
+        cache, mask, logits = self._prefill(model, distinct, state)
         if len(first) < len(prompts):
             copies = torch.tensor(rows, device=device)
             cache.batch_select_indices(copies)
