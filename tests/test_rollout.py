@@ -20,6 +20,7 @@ from smith.models.base import Generation
 from smith.models.chat_format import chat_format
 from smith.models.scripted import ScriptedBackend
 from smith.pool import PoolEntry, ToolPool
+from smith.rewards.judge import SYSTEM as JUDGE_SYSTEM
 from smith.rewards.use import correctness_reward
 from smith.rollout.episodes import BuildTask, Rollout, UseTask, admit
 from smith.rollout.prompts import inner_use_messages
@@ -96,15 +97,20 @@ class ChatScript:
     """A chat backend double (the evaluator's or the judge's text); records each call's batch size."""
 
     def __init__(self, reply):
-        self.reply, self.batches = reply, []
+        self.reply, self.batches, self.limits = reply, [], []
 
-    def chat(self, conversations, tools=None, params=None):
+    def chat(self, conversations, tools=None, params=None, limits=None):
         self.batches.append(len(conversations))
+        self.limits.append(limits)
         return [Generation(self.reply(c, t)) for c, t in zip(conversations, tools or [None] * len(conversations),
                                                                 strict=True)]
 
 
-def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(tok, sandbox, bank):
+@pytest.mark.parametrize("one_model", [False, True])
+def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(tok, sandbox, bank, one_model):
+    """Both roles grade every build of a step in one batch per turn; when they are one model (the policy's synced
+    copy), the judge's verdicts ride the evaluator's first batch, each to the judge's own token limit, and score
+    the same."""
     mismatch = {**SCHEMA, "name": "reverse_it"}  # the schema names a function the code lacks: the judge still speaks
     replies = iter([response(REVERSE, SCHEMA), response("def spell_backward(question:\n    return 1\n", SCHEMA),
                     response(RAISES, SCHEMA), response(REVERSE, mismatch)])
@@ -115,8 +121,14 @@ def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(to
             return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
         return conv[-1]["content"]
 
-    evaluator = ChatScript(evaluator_reply)
-    judge = ChatScript(lambda conv, tools: "code_correctness: 8/10\nschema_quality: 6/10\noverall: 7/10")
+    def judge_reply(conv, tools):
+        return "code_correctness: 8/10\nschema_quality: 6/10\noverall: 7/10"
+
+    if one_model:
+        evaluator = judge = ChatScript(lambda conv, tools: (judge_reply if conv[0]["content"] == JUDGE_SYSTEM
+                                                            else evaluator_reply)(conv, tools))
+    else:
+        evaluator, judge = ChatScript(evaluator_reply), ChatScript(judge_reply)
     pool = ToolPool()
     ro = Rollout(ScriptedBackend(tok, lambda ctx: next(replies)), sandbox, Limits(timeout_s=2.0, memory_mb=256), pool,
                  rollout_conf(max_completion_length=600, evaluator="self", judge="self"), evaluator=evaluator,
@@ -128,7 +140,11 @@ def test_a_model_evaluator_and_judge_grade_all_of_a_steps_builds_in_one_batch(to
     got = [(s.rewards["format"], s.rewards["evaluation"], s.rewards["judge"]) for s in samples]
     assert got == [(0.5, 1.0, 0.7), (0.0, 0.0, -0.5), (0.5, 0.0, 0.7), (0.0, 0.0, 0.35)]
     # the 4 held-out questions of both parseable builds in one evaluator batch per turn; 3 builds judged in one
-    assert evaluator.batches == [8, 8] and judge.batches == [3]
+    if one_model:
+        assert evaluator.batches == [8 + 3, 8]
+        assert evaluator.limits == [[512] * 8 + [ro.conf.judge.max_new_tokens] * 3, None]
+    else:
+        assert evaluator.batches == [8, 8] and judge.batches == [3]
     assert [s.trace["evaluation"]["correct"] for s in samples if "evaluation" in s.trace] == [4, 0]
     admit(pool, samples)
     assert [(e.tool.function_name, e.r_eval, e.r_judge) for e in pool] == [("spell_backward", 1.0, 0.7)]

@@ -71,6 +71,7 @@ class Episode:
     completion_tokens: int = 0
     ahead: Generation | None = None  # its next reply, generated before `play` in a batch shared with other rows
     stream: int | None = None  # its random stream in a seeded batch (`row_streams`); None: its row's index
+    limit: int | None = None  # each reply's own token limit, below the turn's (a judge's verdict beside calls)
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:
@@ -190,15 +191,16 @@ def play(
 
 
 def turn_limit(e: Episode, params: SamplingParams) -> int:
-    """The tokens an open token-level episode's next reply may take: the turn's limit, within its own budget."""
-    return max(1, params.max_new_tokens if e.room is None else min(params.max_new_tokens, e.room))
+    """The tokens an open episode's next reply may take: the turn's limit, within its own limit and budget."""
+    return max(1, min([params.max_new_tokens, *(n for n in (e.limit, e.room) if n is not None)]))
 
 
 def _generate(active: list[Episode], backend: Any, params: SamplingParams) -> list[Generation]:
     """One reply per open episode; token level, an episode's `ahead` reply (cut at the turn's limit) is taken and the
     others are generated in one batch, each row to its own `turn_limit` (a long neighbour never cuts a short one)."""
     if active[0].message_level:
-        return backend.chat([e.transcript for e in active], [e.tools for e in active], params)
+        own = {"limits": [turn_limit(e, params) for e in active]} if any(e.limit for e in active) else {}
+        return backend.chat([e.transcript for e in active], [e.tools for e in active], params, **own)
     limits = [turn_limit(e, params) for e in active]
     todo = [(e, n) for e, n in zip(active, limits, strict=True) if e.ahead is None]
     keyed = todo and all(e.stream is not None for e, _ in todo)

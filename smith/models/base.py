@@ -169,6 +169,14 @@ class Metered:
         t0 = time.perf_counter()
         return self._count(self.backend.chat(conversations, tools, params, **kwargs), t0)
 
+    def shift(self, other: Metered, tokens: int) -> None:
+        """Count `tokens` this role's call generated for `other` (the judge's rows in the evaluator's batch) as
+        `other`'s; the call's seconds stay this role's."""
+        with self._lock:
+            self._tokens -= tokens
+        with other._lock:
+            other._tokens += tokens
+
     def take(self) -> dict[str, float]:
         """This role's counts since the last `take`, as log columns; reset."""
         with self._lock:

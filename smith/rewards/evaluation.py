@@ -198,11 +198,13 @@ def evaluate_many(
     params: SamplingParams | None = None,
     catalog: Catalog | None = None,
     tool_names: Sequence[str] | None = None,
+    beside: Sequence[Episode] = (),
 ) -> list[EvalResult]:
     """r_eval of several tools, each on its own questions, by one evaluator model: message-level episodes of
     the one tool loop (`smith.episodes.play`), all open questions of every tool in one `backend.chat` batch per
     turn (a step's builds share the evaluator's batches), each turn's valid calls of a tool in one sandbox `run`;
-    calls made in the last turn still run (their output can be the graded one)."""
+    calls made in the last turn still run (their output can be the graded one). `beside`: message-level episodes
+    without tools of another role on the same model (the judge's), answered in the first turn's batch."""
     names = list(tool_names) if tool_names is not None else [spec.function_name for spec, _ in jobs]
     if len(names) != len(jobs):
         raise ValueError(f"{len(names)} tool names for {len(jobs)} tools")
@@ -213,8 +215,8 @@ def evaluate_many(
                          {name: MenuTool(spec)}, key=(j, i)) for i, it in enumerate(items)]
                 for j, ((spec, items), name) in enumerate(zip(jobs, names, strict=True))]
     graded: dict[tuple[int, int], str] = {}
-    if jobs:
-        play([e for tool in episodes for e in tool], backend, params or SamplingParams(), max_turns,
+    if jobs or beside:
+        play([*(e for tool in episodes for e in tool), *beside], backend, params or SamplingParams(), max_turns,
              _schema_executor([(spec, name) for (spec, _), name in zip(jobs, names, strict=True)], sandbox, limits,
                               graded), last_turn="run")
     return [_result([_trace(it, e, graded.get(e.key), catalog) for it, e in zip(items, tool, strict=True)])

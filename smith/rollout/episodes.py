@@ -213,13 +213,24 @@ class Rollout:
         judged = self.conf.judge.kind != "none"
         ok = [i for i, p in enumerate(parsed) if p.ok]
         specs = {i: parsed[i].spec if hasattr(parsed[i], "spec") else parsed[i] for i in ok}
-        evals = dict(zip(ok, self._evaluate([(specs[i], tasks[i].heldout) for i in ok]), strict=True))
         # the judge formula speaks itself for a malformed pair: -0.5 for a syntax error, 0.5 * s_overall when
         # schema and code disagree (paper, r_judge); every other malformed pair scores 0 on every axis
         asked = [i for i, p in enumerate(parsed)
                  if judged and (p.ok or p.reason in (Reason.NAME_NOT_IN_CODE, Reason.PARAM_MISMATCH))]
-        verdicts = dict(zip(asked, self._judge([specs.get(i, texts[i]) for i in asked], [parsed[i] for i in asked],
-                                               [traces[i] for i in asked]), strict=True))
+        keys = {i: json.dumps(judge_prompt(specs.get(i, texts[i]))) for i in asked}
+        prompts = {k: json.loads(k) for k in keys.values()}  # the judge decodes greedily: one ask per distinct tool
+        # the judge is the evaluator's model (both the policy's synced copy): its verdicts ride the evaluator's first
+        # batch, their decode steps beside the calls' instead of after them
+        beside = [Episode(m, limit=self.conf.judge.max_new_tokens) for m in prompts.values()] if (
+            prompts and self.conf.evaluator.kind != "direct" and self.judge.backend is self.evaluator.backend) else []
+        evals = dict(zip(ok, self._evaluate([(specs[i], tasks[i].heldout) for i in ok], beside), strict=True))
+        if beside:
+            said = dict(zip(prompts, (e.final or "" for e in beside), strict=True))
+            self.evaluator.shift(self.judge, sum(e.completion_tokens for e in beside))
+        else:
+            said = self._judge(list(prompts.values()))
+        verdicts = dict(zip(asked, self._verdicts([said[keys[i]] for i in asked], [parsed[i] for i in asked],
+                                                  [traces[i] for i in asked]), strict=True))
         rewards = []
         for i, (task, p, trace) in enumerate(zip(tasks, parsed, traces, strict=True)):
             if not judged:
@@ -239,11 +250,12 @@ class Rollout:
             rewards.append(({"format": format_reward(p), "evaluation": ev.r_eval, "judge": r_judge}, candidate))
         return rewards
 
-    def _evaluate(self, jobs: list[tuple[Any, list[Any]]]) -> list[Any]:
+    def _evaluate(self, jobs: list[tuple[Any, list[Any]]], beside: list[Episode]) -> list[Any]:
         """r_eval of each (spec, held-out items): in the sandbox alone (each tool on a worker of its own), or
-        through the evaluator model. Each distinct job is graded once and its result copied to
-        its duplicates: a group's samples often write the same tool for the same questions, and both evaluators are
-        deterministic in the tool and the questions (the model evaluator decodes greedily)."""
+        through the evaluator model (with the judge's `beside` episodes in its first batch). Each distinct job is
+        graded once and its result copied to its duplicates: a group's samples often write the same tool for the
+        same questions, and both evaluators are deterministic in the tool and the questions (the model evaluator
+        decodes greedily)."""
         keys = [(spec.code, json.dumps(spec.schema, sort_keys=True), tuple(it.id for it in items))
                 for spec, items in jobs]
         first: dict[Any, int] = {}  # each key's first job
@@ -255,22 +267,21 @@ class Rollout:
                 lambda job: evaluate_direct(job[0], job[1], self.sandbox, self.limits, self.catalog), distinct))
         else:
             results = evaluate_many(distinct, self.evaluator, self.sandbox, self.limits,
-                                    self.conf.evaluator.max_turns, catalog=self.catalog)
+                                    self.conf.evaluator.max_turns, catalog=self.catalog, beside=beside)
         graded = dict(zip(first, results, strict=True))
         return [graded[k] if first[k] == i else copy.deepcopy(graded[k]) for i, k in enumerate(keys)]
 
-    def _judge(self, tools: list[Any], parsed: list[Any], traces: list[dict[str, Any]]) -> list[float]:
-        """The judge model's scores of each tool (a spec, or the raw text of a malformed pair) mapped to r_judge, in
-        one batch; an unparseable reply gives the documented neutral value."""
-        if not tools:
-            return []
-        prompts = [judge_prompt(t) for t in tools]
-        keys = [json.dumps(m) for m in prompts]
-        distinct = dict(zip(keys, prompts, strict=True))  # the judge decodes greedily: one ask per distinct tool
-        said = [g.text for g in self.judge.chat(list(distinct.values()),
-                                                 params=SamplingParams(max_new_tokens=self.conf.judge.max_new_tokens))]
-        answers = dict(zip(distinct, said, strict=True))
-        replies = [answers[k] for k in keys]
+    def _judge(self, prompts: list[list[dict[str, Any]]]) -> dict[str, str]:
+        """The judge model's reply to each distinct prompt (one per distinct tool: it decodes greedily), in one
+        batch, by the prompt's JSON."""
+        if not prompts:
+            return {}
+        said = self.judge.chat(prompts, params=SamplingParams(max_new_tokens=self.conf.judge.max_new_tokens))
+        return {json.dumps(m): g.text for m, g in zip(prompts, said, strict=True)}
+
+    @staticmethod
+    def _verdicts(replies: list[str], parsed: list[Any], traces: list[dict[str, Any]]) -> list[float]:
+        """Each judge reply's scores mapped to r_judge; an unparseable reply gives the documented neutral value."""
         rewards = []
         for reply, p, trace in zip(replies, parsed, traces, strict=True):
             scores = parse_judge_reply(reply)
