@@ -80,17 +80,29 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=4, help="the recipe's G")
     ap.add_argument("--draft-tokens", type=int, default=4)
     a = ap.parse_args()
-    if "/" in a.model and not (Path(a.model) / "config.json").is_file():
-        raise ConfigError(f"no model at {a.model}: build the cold start first (python benchmarks/real_step.py)")
-    model_dir = str(resolve_model(a.model)[0])
-    plain, drafted = play(model_dir, 0, a.rows), play(model_dir, a.draft_tokens, a.rows)
-    for phase in plain:
-        (s0, f0, r0), (s1, f1, _) = plain[phase], drafted[phase]
-        print(f"drafts phase={phase} plain_s={s0:.1f} drafted_s={s1:.1f} tokens={sum(map(len, r0))} "
-              f"forwards={f0}/{f1} speedup={s0 / s1:.2f}", flush=True)
-    same = all(plain[p][2] == drafted[p][2] for p in plain)
-    s0, s1 = sum(v[0] for v in plain.values()), sum(v[0] for v in drafted.values())
-    print(f"drafts same_tokens={same} plain_s={s0:.1f} drafted_s={s1:.1f} speedup={s0 / s1:.2f}")
+    model_dir = cold_start(a.model)
+    compare("drafts", ("plain", "drafted"), "forwards", play(model_dir, 0, a.rows),
+            play(model_dir, a.draft_tokens, a.rows))
+
+
+def cold_start(spec: str) -> str:
+    """The model directory of `--model` (a SPEC, by default the cold start's directory, which must be built)."""
+    if "/" in spec and not (Path(spec) / "config.json").is_file():
+        raise ConfigError(f"no model at {spec}: build the cold start first (python benchmarks/real_step.py)")
+    return str(resolve_model(spec)[0])
+
+
+def compare(name: str, arms: tuple[str, str], counted: str, base: dict[str, tuple[float, int, list[list[int]]]],
+            other: dict[str, tuple[float, int, list[list[int]]]]) -> None:
+    """Two arms that played the same calls (per phase: seconds, a count, every reply's tokens): a line per phase,
+    then whether the tokens are the same and the whole ratio."""
+    for phase in base:
+        (s0, n0, r0), (s1, n1, _) = base[phase], other[phase]
+        print(f"{name} phase={phase} {arms[0]}_s={s0:.1f} {arms[1]}_s={s1:.1f} tokens={sum(map(len, r0))} "
+              f"{counted}={n0}/{n1} speedup={s0 / s1:.2f}", flush=True)
+    same = all(base[p][2] == other[p][2] for p in base)
+    s0, s1 = sum(v[0] for v in base.values()), sum(v[0] for v in other.values())
+    print(f"{name} same_tokens={same} {arms[0]}_s={s0:.1f} {arms[1]}_s={s1:.1f} speedup={s0 / s1:.2f}")
 
 
 if __name__ == "__main__":

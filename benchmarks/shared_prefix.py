@@ -10,7 +10,7 @@ on a fresh backend playing the same calls in the same order:
 
 The baseline (sharing off) runs in the same process first. Both arms must give the same tokens:
 
-    shared_prefix phase=<evaluator|judge> whole_s=<a> shared_s=<b> forwarded=<whole>/<shared> speedup=<a/b>
+    shared_prefix phase=<evaluator|judge> whole_s=<a> shared_s=<b> tokens=<n> forwarded=<whole>/<shared> speedup=<a/b>
     shared_prefix same_tokens=<bool> whole_s=<a> shared_s=<b> speedup=<a/b>
 
     python benchmarks/shared_prefix.py [--model checkpoints/.cold-start] [--tools 4] [--questions 4]
@@ -26,10 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from drafts import cold_start, compare  # noqa: E402
 
 from smith.config import JudgeConfig  # noqa: E402
-from smith.errors import ConfigError, guarded  # noqa: E402
-from smith.models import resolve_model  # noqa: E402
+from smith.errors import guarded  # noqa: E402
 from smith.models.base import SamplingParams  # noqa: E402
 from smith.models.hf import HFBackend  # noqa: E402
 from smith.rewards.evaluation import EVALUATOR_SYSTEM  # noqa: E402
@@ -79,18 +81,9 @@ def main() -> None:
     ap.add_argument("--tools", type=int, default=4, help="distinct tools a step grades")
     ap.add_argument("--questions", type=int, default=4, help="held-out questions per tool (K)")
     a = ap.parse_args()
-    if "/" in a.model and not (Path(a.model) / "config.json").is_file():
-        raise ConfigError(f"no model at {a.model}: build the cold start first (python benchmarks/real_step.py)")
-    model_dir = str(resolve_model(a.model)[0])
-    whole, shared = play(model_dir, False, a.tools, a.questions), play(model_dir, True, a.tools, a.questions)
-    for phase in whole:
-        (s0, f0, _), (s1, f1, _) = whole[phase], shared[phase]
-        print(f"shared_prefix phase={phase} whole_s={s0:.1f} shared_s={s1:.1f} forwarded={f0}/{f1} "
-              f"speedup={s0 / s1:.2f}", flush=True)
-    same = all(whole[p][2] == shared[p][2] for p in whole)
-    s0, s1 = sum(v[0] for v in whole.values()), sum(v[0] for v in shared.values())
-    print(f"shared_prefix same_tokens={same} whole_s={s0:.1f} shared_s={s1:.1f} speedup={s0 / s1:.2f}")
-
+    model_dir = cold_start(a.model)
+    compare("shared_prefix", ("whole", "shared"), "forwarded", play(model_dir, False, a.tools, a.questions),
+            play(model_dir, True, a.tools, a.questions))
 
 if __name__ == "__main__":
     guarded(main)
