@@ -329,3 +329,27 @@ def test_the_server_clients_cut_each_row_at_its_own_limit(tok):
         assert [g.completion_ids for g in gens] == [words[:2], words[:5]], backend
         assert [len(g.logprobs) for g in gens] == [2, 5] and gens[0].finish_reason == "length"
         assert gens[0].text == tok.decode(words[:2])
+
+
+def test_the_lora_server_client_asks_for_each_seeded_row_with_its_own_seed(tok):
+    """A request has one seed for all its prompts (a group's rows would draw alike): seeded, the LoRA server's
+    client sends each row alone with seed + its stream, and keeps the rows' order; unseeded, one request."""
+    from smith.train.vllm_policy import ServedAdapter
+
+    sent = []
+
+    class Client:
+        def post(self, _path, json):
+            sent.append((json["prompt"], json.get("seed")))
+            choices = [{"index": i, "token_ids": [p[0]], "finish_reason": "stop",
+                        "logprobs": {"token_logprobs": [-1.0]}} for i, p in enumerate(json["prompt"])]
+            return SimpleNamespace(raise_for_status=lambda: None, json=lambda: {"choices": choices})
+
+    served = ServedAdapter("http://localhost:1", "policy", tok, [chat_format(tok).end_of_turn])
+    served.client = Client()
+    gens = served.continue_ids([[5], [5], [7]], SamplingParams(max_new_tokens=4, seed=10), streams=[3, 4, 9])
+    assert [g.completion_ids for g in gens] == [[5], [5], [7]]
+    assert sorted(sent) == [([[5]], 13), ([[5]], 14), ([[7]], 19)]
+    sent.clear()
+    served.continue_ids([[5], [7]], SamplingParams(max_new_tokens=4))
+    assert sent == [([[5], [7]], None)]

@@ -142,8 +142,9 @@ class Rollout:
         """Build samples, then use samples, in input order. Every build reply of the step (the build prompts' and
         the inner builds of use episodes whose category has no pool tool yet) is generated in one decode batch,
         with the first turn of every use episode that has its menu (it needs nothing of this step's builds), and
-        graded in one evaluator and one judge batch (their seconds: `last_grading_seconds`); then the use episodes
-        are played on. `step` (the trainer's) stamps admitted tools and seeds each group's menu."""
+        graded in one evaluator and one judge batch (one batch when both are the self copy; their seconds:
+        `last_grading_seconds`); then the use episodes are played on. `step` (the trainer's) stamps admitted tools
+        and seeds each group's menu."""
         self._step = step
         # common random numbers: every sampled row draws from (this seed, its sample's place in the step), so two
         # runs with the same rng (a run and its learning-rate-0 control) sample the same sample alike, whatever

@@ -34,6 +34,7 @@ import functools
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from typing import Any
 import torch
 
 from smith.errors import ConfigError
-from smith.models.base import Generation, SamplingParams, TokenBackend, clip_generation, row_limits
+from smith.models.base import Generation, SamplingParams, TokenBackend, clip_generation, row_limits, row_streams
 from smith.models.hf import eos_ids_of
 from smith.models.vllm import VLLMBackend, lora_slot_rank
 from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER, save_adapter
@@ -187,21 +188,27 @@ class ServedAdapter(TokenBackend):
 
     def continue_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
                      limits: Sequence[int] | None = None, streams: Sequence[int] | None = None) -> list[Generation]:
-        """One completions request for the batch; a row with its own limit (`row_limits`) is cut there. The server
-        draws every row's randomness: a request has one `seed` field for all its prompts, which would give a group's
-        samples the same draws, so neither `params.seed` nor `streams` is sent."""
+        """One completions request for the batch; a row with its own limit (`row_limits`) is cut there. Seeded, each
+        row is a request of its own with seed + its stream (`row_streams`), all sent at once (the server batches
+        them): a request has one seed for all its prompts, which would give a group's rows the same draws."""
         params = params or SamplingParams()
         prompts = [[int(t) for t in p] for p in prompts]
         if not prompts:
             return []
         limits = row_limits(limits, len(prompts), params)
-        r = self.client.post("/v1/completions", json={
-            "model": self.served, "prompt": prompts, "max_tokens": params.max_new_tokens,
-            "temperature": params.temperature, "top_p": params.top_p, "logprobs": 0,
-            "return_token_ids": True, "stop_token_ids": sorted(self.eos_ids), "skip_special_tokens": True})
-        r.raise_for_status()
+        body = {"model": self.served, "max_tokens": params.max_new_tokens, "temperature": params.temperature,
+                "top_p": params.top_p, "logprobs": 0, "return_token_ids": True,
+                "stop_token_ids": sorted(self.eos_ids), "skip_special_tokens": True}
+        if params.seed is None:
+            choices = self._choices({**body, "prompt": prompts})
+        else:
+            seeds = [(params.seed + s) & (2**63 - 1) for s in row_streams(streams, len(prompts))]
+            with ThreadPoolExecutor(max_workers=min(32, len(prompts))) as pool:
+                rows = pool.map(lambda i: self._choices({**body, "prompt": [prompts[i]], "seed": seeds[i]}),
+                                range(len(prompts)))
+                choices = [{**one, "index": i} for i, (one,) in enumerate(rows)]
         out = []
-        for choice in sorted(r.json()["choices"], key=lambda c: c["index"]):
+        for choice in choices:
             p, ids = prompts[choice["index"]], [int(t) for t in choice["token_ids"]]
             lps = choice["logprobs"]["token_logprobs"] if choice.get("logprobs") else [None] * len(ids)
             out.append(Generation(text=self.chat_format.decode(ids), prompt_ids=p, completion_ids=ids,
@@ -209,6 +216,12 @@ class ServedAdapter(TokenBackend):
                                   finish_reason="length" if choice["finish_reason"] == "length" else "stop",
                                   prompt_tokens=len(p), completion_tokens=len(ids)))
         return [clip_generation(g, n, self.chat_format) for g, n in zip(out, limits, strict=True)]
+
+    def _choices(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """One completions request's choices, in prompt order."""
+        r = self.client.post("/v1/completions", json=body)
+        r.raise_for_status()
+        return sorted(r.json()["choices"], key=lambda c: c["index"])
 
 
 class TRLVLLMPolicy(TokenBackend):
