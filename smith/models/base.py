@@ -65,6 +65,12 @@ def row_streams(streams: Sequence[int] | None, rows: int) -> list[int]:
     return streams
 
 
+def row_seeds(seed: int, streams: Sequence[int] | None, rows: int) -> list[int]:
+    """Each row's own seed where an engine seeds rows, not draws (vLLM's requests): `seed` + its stream, as a
+    non-negative 64-bit integer."""
+    return [(seed + s) & (2**63 - 1) for s in row_streams(streams, rows)]
+
+
 def row_limits(limits: Sequence[int] | None, rows: int, params: SamplingParams) -> list[int]:
     """Each row's token limit in a `continue_ids` batch: `limits` (one per row, 1 to params.max_new_tokens; rows of
     different lengths share one batch, as a use turn beside the step's builds), or params.max_new_tokens."""

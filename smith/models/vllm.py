@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from smith.models.base import Generation, SamplingParams, TokenBackend, row_limits, row_streams
+from smith.models.base import Generation, SamplingParams, TokenBackend, row_limits, row_seeds
 from smith.models.hf import ACTIVE, eos_ids_of
 
 
@@ -112,7 +112,7 @@ class VLLMBackend(TokenBackend):
         vllm = import_vllm()
         params = params or SamplingParams()
         limits = row_limits(limits, len(prompts), params)
-        streams = row_streams(streams, len(prompts))
+        seeds = [None] * len(prompts) if params.seed is None else row_seeds(params.seed, streams, len(prompts))
         adapter = self.adapter if adapter is ACTIVE else adapter
         if adapter is not None and adapter not in self._adapters:
             raise ValueError(f"adapter {adapter!r} not registered; known: {', '.join(self._adapters) or 'none'}")
@@ -122,7 +122,7 @@ class VLLMBackend(TokenBackend):
                 temperature=params.temperature,
                 top_p=params.top_p,
                 max_tokens=limits[i],
-                seed=None if params.seed is None else (params.seed + streams[i]) & (2**63 - 1),
+                seed=seeds[i],
                 logprobs=0,
                 stop_token_ids=sorted(self.eos_ids),
                 skip_special_tokens=True,

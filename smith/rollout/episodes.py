@@ -218,8 +218,11 @@ class Rollout:
         # schema and code disagree (paper, r_judge); every other malformed pair scores 0 on every axis
         asked = [i for i, p in enumerate(parsed)
                  if judged and (p.ok or p.reason in (Reason.NAME_NOT_IN_CODE, Reason.PARAM_MISMATCH))]
-        keys = {i: json.dumps(judge_prompt(specs.get(i, texts[i]))) for i in asked}
-        prompts = {k: json.loads(k) for k in keys.values()}  # the judge decodes greedily: one ask per distinct tool
+        keys, prompts = {}, {}  # the judge decodes greedily: one ask per distinct tool
+        for i in asked:
+            m = judge_prompt(specs.get(i, texts[i]))
+            keys[i] = json.dumps(m)
+            prompts.setdefault(keys[i], m)
         # the judge is the evaluator's model (both the policy's synced copy): its verdicts ride the evaluator's first
         # batch, their decode steps beside the calls' instead of after them
         beside = [Episode(m, limit=self.conf.judge.max_new_tokens) for m in prompts.values()] if (

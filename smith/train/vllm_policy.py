@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from smith.errors import ConfigError
-from smith.models.base import Generation, SamplingParams, TokenBackend, clip_generation, row_limits, row_streams
+from smith.models.base import Generation, SamplingParams, TokenBackend, clip_generation, row_limits, row_seeds
 from smith.models.hf import eos_ids_of
 from smith.models.vllm import VLLMBackend, lora_slot_rank
 from smith.train.adapters import EVALUATOR_ADAPTER, POLICY_ADAPTER, save_adapter
@@ -202,7 +202,7 @@ class ServedAdapter(TokenBackend):
         if params.seed is None:
             choices = self._choices({**body, "prompt": prompts})
         else:
-            seeds = [(params.seed + s) & (2**63 - 1) for s in row_streams(streams, len(prompts))]
+            seeds = row_seeds(params.seed, streams, len(prompts))
             with ThreadPoolExecutor(max_workers=min(32, len(prompts))) as pool:
                 rows = pool.map(lambda i: self._choices({**body, "prompt": [prompts[i]], "seed": seeds[i]}),
                                 range(len(prompts)))
